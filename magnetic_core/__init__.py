@@ -1,0 +1,63 @@
+"""MagneticStorage core: a hierarchical (groups over cells) memory store on ChromaDB."""
+
+from __future__ import annotations
+
+from magnetic_core.config import MemoryConfig
+from magnetic_core.embeddings import (
+    Embedder,
+    HashingEmbedder,
+    OllamaEmbedder,
+    SentenceTransformerEmbedder,
+    default_embedder,
+)
+from magnetic_core.errors import (
+    ClosedError,
+    DimensionError,
+    DuplicateIdError,
+    EmbedderMismatchError,
+    EmbeddingError,
+    EmptyTextError,
+    FilterError,
+    InvalidInputError,
+    InvalidVectorError,
+    MagneticError,
+    MetadataError,
+    MissingDependencyError,
+    PersistenceError,
+)
+from magnetic_core.filters import compile_filter
+from magnetic_core.memory import MagneticMemory
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Cell",
+    "ClosedError",
+    "DimensionError",
+    "DuplicateIdError",
+    "Embedder",
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "EmptyTextError",
+    "FilterError",
+    "GroupInfo",
+    "HashingEmbedder",
+    "Hit",
+    "InvalidInputError",
+    "InvalidVectorError",
+    "MagneticError",
+    "MagneticMemory",
+    "MemoryConfig",
+    "MergePlan",
+    "MetadataError",
+    "MissingDependencyError",
+    "OllamaEmbedder",
+    "PersistenceError",
+    "Route",
+    "SentenceTransformerEmbedder",
+    "Stats",
+    "__version__",
+    "compile_filter",
+    "default_embedder",
+]

@@ -1,0 +1,119 @@
+"""Everything about cells that is not a vector: records, the entity index, group labels."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from magnetic_core.entities import terms
+
+__all__ = ["CellRecord", "Catalog"]
+
+
+@dataclass
+class CellRecord:
+    """The non-vector state of one cell (mutable; turned into a frozen Cell on the way out)."""
+
+    text: str
+    metadata: dict[str, Any]
+    entities: tuple[str, ...]
+    created_at: float
+    updated_at: float
+    contradictions: list[dict[str, Any]] = field(default_factory=list)
+    terms: tuple[str, ...] = ()
+
+
+class Catalog:
+    """Cell records, an inverted index entity -> cells, and document frequency of terms."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, CellRecord] = {}
+        self.entity_cells: dict[str, set[str]] = defaultdict(set)
+        self.term_df: Counter[str] = Counter()
+        self._labels: dict[str, tuple[int, str, tuple[str, ...]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def put(self, cid: str, record: CellRecord) -> None:
+        if cid in self.records:
+            self.drop(cid)
+        if not record.terms:
+            record.terms = tuple(dict.fromkeys(terms(record.text)))
+        self.records[cid] = record
+        for entity in record.entities:
+            self.entity_cells[entity].add(cid)
+        self.term_df.update(record.terms)
+
+    def drop(self, cid: str) -> CellRecord | None:
+        record = self.records.pop(cid, None)
+        if record is None:
+            return None
+        for entity in record.entities:
+            cells = self.entity_cells.get(entity)
+            if cells is not None:
+                cells.discard(cid)
+                if not cells:
+                    del self.entity_cells[entity]
+        self.term_df.subtract(record.terms)
+        for term in record.terms:
+            if self.term_df[term] <= 0:
+                del self.term_df[term]
+        return record
+
+    def clear(self) -> None:
+        self.records.clear()
+        self.entity_cells.clear()
+        self.term_df.clear()
+        self._labels.clear()
+
+    def cells_with(self, entities: Iterable[str], max_share: float) -> set[str]:
+        """Cells holding any of ``entities``, skipping entities too common to discriminate."""
+        limit = max(10, int(max_share * len(self.records)))
+        found: set[str] = set()
+        for entity in entities:
+            cells = self.entity_cells.get(entity)
+            if cells and len(cells) <= limit:
+                found |= cells
+        return found
+
+    def label(self, gid: str, version: int, member_ids: list[str]) -> tuple[str, tuple[str, ...]]:
+        """A short label (characteristic terms or entities) and top entities of a group.
+
+        Terms are ranked by frequency in the group times inverse document frequency in
+        the whole store, so words every memory shares do not name a concept. Cached per
+        group version.
+        """
+        cached = self._labels.get(gid)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        sample = member_ids[:200]
+        term_counts: Counter[str] = Counter()
+        entity_counts: Counter[str] = Counter()
+        for cid in sample:
+            record = self.records[cid]
+            term_counts.update(record.terms)
+            entity_counts.update(record.entities)
+        n = max(len(self.records), 1)
+
+        def weight(term: str, count: int) -> float:
+            return count * math.log(1 + n / (1 + self.term_df.get(term, 0)))
+
+        top_entities = tuple(e for e, _ in entity_counts.most_common(5))
+        shared_entities = [e for e, c in entity_counts.most_common(2) if c > 1 or len(sample) == 1]
+        ranked = sorted(term_counts.items(), key=lambda tc: (-weight(*tc), tc[0]))
+        words: list[str] = list(shared_entities)
+        for term, _ in ranked:
+            if len(words) >= 3:
+                break
+            if not any(term in w for w in words):
+                words.append(term)
+        label = " / ".join(words) if words else gid
+        self._labels[gid] = (version, label, top_entities)
+        return label, top_entities
+
+    def forget_label(self, gid: str) -> None:
+        self._labels.pop(gid, None)

@@ -1,0 +1,89 @@
+"""Tuning knobs of the engine as one keyword-only, validated, frozen value."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from magnetic_core.errors import InvalidInputError
+
+__all__ = ["MemoryConfig"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryConfig:
+    """Settings of a :class:`~magnetic_core.MagneticMemory`.
+
+    Args:
+        join_threshold: cosine similarity to a group's centroid at or above which a new
+            cell joins that group. ``None`` (the default) calibrates it from the data: each
+            time the store first reaches 32, 64, ... up to ``calibration_size`` cells, the
+            threshold becomes the ``calibration_percentile`` of the cells' nearest-neighbour
+            similarities and the cells seen so far are regrouped with it.
+        provisional_threshold: threshold used before the first calibration (under 32 cells).
+        calibration_size: cell count of the last calibration checkpoint.
+        calibration_percentile: percentile (0-100) of nearest-neighbour similarity used.
+        max_group_size: a group that grows past this many cells is split in two (2-means).
+        n_probe: number of groups, best by centroid similarity, whose cells are scored.
+        entity_boost: added to the ranking score of cells that contain an entity of the query.
+        lexical_weight: weight of the BM25-style lexical score fused with the cosine score
+            (0 disables the lexical stage).
+        merge_threshold: centroid similarity at which sleep mode merges two groups.
+        chunk_size: cells assigned per vectorised block at ingest.
+
+    Example:
+        >>> MemoryConfig(n_probe=16).n_probe
+        16
+    """
+
+    join_threshold: float | None = None
+    provisional_threshold: float = 0.5
+    calibration_size: int = 256
+    calibration_percentile: float = 25.0
+    max_group_size: int = 256
+    n_probe: int = 32
+    entity_boost: float = 0.1
+    lexical_weight: float = 0.0
+    merge_threshold: float = 0.85
+    chunk_size: int = 256
+
+    def __post_init__(self) -> None:
+        _check_range("join_threshold", self.join_threshold, -1.0, 1.0, optional=True)
+        _check_range("provisional_threshold", self.provisional_threshold, -1.0, 1.0)
+        _check_range("calibration_percentile", self.calibration_percentile, 0.0, 100.0)
+        _check_range("merge_threshold", self.merge_threshold, -1.0, 1.0)
+        _check_range("entity_boost", self.entity_boost, 0.0, 10.0)
+        _check_range("lexical_weight", self.lexical_weight, 0.0, 10.0)
+        _check_int("calibration_size", self.calibration_size, 2)
+        _check_int("max_group_size", self.max_group_size, 2)
+        _check_int("n_probe", self.n_probe, 1)
+        _check_int("chunk_size", self.chunk_size, 1)
+
+    def with_changes(self, **changes: object) -> MemoryConfig:
+        """Return a copy with some fields replaced (validated again)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _check_range(
+    name: str, value: float | None, low: float, high: float, *, optional: bool = False
+) -> None:
+    if value is None and optional:
+        return
+    if (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise InvalidInputError(
+            f"MemoryConfig.{name} must be a number in [{low}, {high}], got {value!r}",
+            hint=f"pass {name}=<number between {low} and {high}>",
+        )
+
+
+def _check_int(name: str, value: int, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise InvalidInputError(
+            f"MemoryConfig.{name} must be an integer >= {low}, got {value!r}",
+            hint=f"pass {name}=<integer >= {low}>",
+        )

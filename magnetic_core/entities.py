@@ -1,0 +1,254 @@
+"""Entity extraction: file names, paths, emails, URLs, identifiers and capitalised phrases.
+
+Entities are what an agent asks for by name ("what did we decide about config.yaml?"), and
+what dense embeddings blur. They are extracted with regular expressions at ingest and at query
+time, lower-cased, and indexed from entity to groups and cells.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["extract_entities", "terms"]
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+", re.IGNORECASE)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.-]+){2,}/?|\b[A-Za-z]:\\(?:[\w.-]+\\?)+")
+_FILE = re.compile(
+    r"\b[\w-]+(?:\.[\w-]+)*\.(?:py|js|ts|tsx|jsx|json|ya?ml|toml|ini|cfg|conf|md|rst|txt|csv|"
+    r"tsv|xml|html?|css|sql|sh|bash|rs|go|java|kt|c|h|cc|cpp|hpp|rb|php|swift|ipynb|pdf|docx?|"
+    r"xlsx?|pptx?|png|jpe?g|gif|svg|log|lock|env|zip|gz|tar|parquet|db)\b",
+    re.IGNORECASE,
+)
+# Identifiers: order numbers and codes mixing letters and digits (INV-2024-0042, PR#381, ABC123).
+_IDENT = re.compile(
+    r"\b(?=[\w#-]*\d)(?=[\w#-]*[A-Za-z])[A-Za-z0-9]+(?:[-_#][A-Za-z0-9]+)+\b|"
+    r"\b[A-Z]{2,}[0-9]+[A-Z0-9]*\b|#\d{2,}\b"
+)
+_CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
+_SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_CAPS = re.compile(r"\b[A-Z][\w'&-]*[a-z0-9][\w'&-]*(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][\w'&-]*)*")
+_ACRONYM = re.compile(r"\b[A-Z]{2,6}s?\b")
+
+# Capitalised words that start sentences or are too common to name anything.
+_STOP_CAPS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "is",
+        "it",
+        "its",
+        "let",
+        "may",
+        "me",
+        "might",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "should",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "yes",
+        "you",
+        "your",
+        "after",
+        "before",
+        "also",
+        "all",
+        "any",
+        "because",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "than",
+        "too",
+        "very",
+        "just",
+        "please",
+        "thanks",
+        "thank",
+        "hi",
+        "hello",
+        "ok",
+        "okay",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ]
+)
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+STOPWORDS = _STOP_CAPS | frozenset(
+    [
+        "about",
+        "above",
+        "again",
+        "against",
+        "am",
+        "being",
+        "below",
+        "between",
+        "during",
+        "down",
+        "further",
+        "here",
+        "into",
+        "off",
+        "once",
+        "only",
+        "out",
+        "over",
+        "own",
+        "same",
+        "through",
+        "under",
+        "until",
+        "up",
+        "while",
+        "whom",
+        "s",
+        "t",
+        "don",
+        "now",
+        "said",
+        "says",
+        "mln",
+        "pct",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "new",
+        "year",
+        "last",
+        "first",
+    ]
+)
+
+
+def extract_entities(text: str) -> list[str]:
+    """Return the distinct entities of ``text``, lower-cased, in order of appearance.
+
+    Example:
+        >>> extract_entities("Ask Ada Lovelace about config.yaml at ada@example.org")
+        ['ada@example.org', 'config.yaml', 'ada lovelace']
+    """
+    found: list[str] = []
+    seen: set[str] = set()
+    spans: list[tuple[int, int]] = []
+
+    def keep(value: str, start: int, end: int) -> None:
+        value = value.strip(".,;:!?'\"()[]{}").lower()
+        if len(value) < 2 or value in seen:
+            return
+        seen.add(value)
+        found.append(value)
+        spans.append((start, end))
+
+    def covered(start: int, end: int) -> bool:
+        return any(s <= start and end <= e for s, e in spans)
+
+    for pattern in (_URL, _EMAIL, _PATH, _FILE, _IDENT, _CAMEL, _SNAKE):
+        for m in pattern.finditer(text):
+            if not covered(m.start(), m.end()):
+                keep(m.group(0), m.start(), m.end())
+    for m in _CAPS.finditer(text):
+        if covered(m.start(), m.end()):
+            continue
+        words = m.group(0).split()
+        while words and words[0].lower() in _STOP_CAPS:
+            words = words[1:]
+        if not words:
+            continue
+        phrase = " ".join(words)
+        # A lone capitalised word at a sentence start is usually not a name.
+        if len(words) == 1 and _sentence_start(text, m.start()) and not _ACRONYM.fullmatch(phrase):
+            continue
+        keep(phrase, m.start(), m.end())
+        if len(words) > 1 and _sentence_start(text, m.start()):
+            # "Ask Ada Lovelace": the first word may be capitalised only by position.
+            keep(" ".join(words[1:]), m.start(), m.end())
+    return found
+
+
+def _sentence_start(text: str, pos: int) -> bool:
+    before = text[:pos].rstrip()
+    return not before or before[-1] in ".!?:\n\"'"
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words of ``text`` (stop words dropped), for labels and BM25."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]

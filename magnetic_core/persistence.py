@@ -1,0 +1,243 @@
+"""ChromaDB as the durable substrate: one cells collection (the truth) and one groups cache.
+
+This is the only module that imports ``chromadb``. Per namespace there are exactly two
+collections, ``mag-<namespace>-cells`` and ``mag-<namespace>-groups``; never one per group.
+Embeddings are always passed in (Chroma's default embedding function downloads a model).
+The cells collection's metadata stamps the embedder, dimension, schema and threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from magnetic_core.codec import decode_metadata, encode_metadata
+from magnetic_core.errors import EmbedderMismatchError, InvalidInputError, PersistenceError
+
+__all__ = ["ChromaStore", "StoredCell", "open_client"]
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,48}[A-Za-z0-9]$|^[A-Za-z0-9]$")
+
+
+@dataclass(frozen=True)
+class StoredCell:
+    """One row of the cells collection, decoded."""
+
+    id: str
+    vector: np.ndarray
+    text: str
+    metadata: dict[str, Any]
+    group_id: str
+    entities: tuple[str, ...]
+    created_at: float
+    updated_at: float
+    seq: int
+    contradictions: tuple[dict[str, Any], ...]
+
+
+def open_client(path: str) -> Any:
+    """A Chroma PersistentClient at ``path`` (created if missing)."""
+    import chromadb
+
+    try:
+        return chromadb.PersistentClient(path=path)
+    except Exception as e:
+        raise PersistenceError(f"cannot open a Chroma store at {path!r}: {e}") from e
+
+
+class ChromaStore:
+    """Reads and writes one namespace of cells and groups in a Chroma client.
+
+    Args:
+        client: any chromadb client (persistent, HTTP or ephemeral).
+        namespace: 1-50 characters of letters, digits, ``_`` and ``-``.
+    """
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+            raise InvalidInputError(
+                f"invalid namespace {namespace!r}",
+                hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
+            )
+        self.client = client
+        self.namespace = namespace
+        try:
+            self.cells = client.get_or_create_collection(
+                f"mag-{namespace}-cells",
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+            self.groups = client.get_or_create_collection(
+                f"mag-{namespace}-groups",
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+            self._batch = int(client.get_max_batch_size())
+        except Exception as e:
+            raise PersistenceError(f"cannot open namespace {namespace!r} in Chroma: {e}") from e
+
+    # -- stamp -----------------------------------------------------------------------
+    def settings(self) -> dict[str, Any]:
+        return dict(self.cells.metadata or {})
+
+    def check_stamp(self, embedder_name: str, dim: int) -> None:
+        """Stamp a new store with the embedder; refuse to open an existing one with another."""
+        meta = self.settings()
+        if "mag_embedder" not in meta:
+            self.save_settings(mag_embedder=embedder_name, mag_dim=dim, mag_schema=SCHEMA_VERSION)
+            return
+        if meta["mag_embedder"] != embedder_name or int(meta["mag_dim"]) != dim:
+            raise EmbedderMismatchError(
+                f"namespace {self.namespace!r} was created with embedder "
+                f"{meta['mag_embedder']!r} ({meta['mag_dim']}-d), not {embedder_name!r} ({dim}-d)",
+                hint="open it with the same embedder, or use another namespace or path",
+            )
+        if int(meta.get("mag_schema", SCHEMA_VERSION)) > SCHEMA_VERSION:
+            raise PersistenceError(
+                f"namespace {self.namespace!r} has schema {meta['mag_schema']}, newer than "
+                f"this version of magnetic-storage understands ({SCHEMA_VERSION})",
+                hint="upgrade magnetic-storage",
+            )
+
+    def save_settings(self, **values: Any) -> None:
+        meta = self.settings()
+        meta.update(values)
+        self._call("save settings", self.cells.modify, metadata=meta)
+
+    # -- cells -----------------------------------------------------------------------
+    def load(self, page: int = 5000) -> Iterator[StoredCell]:
+        """Every stored cell, page by page."""
+        offset = 0
+        while True:
+            got = self._call(
+                "load cells",
+                self.cells.get,
+                include=["embeddings", "documents", "metadatas"],
+                limit=page,
+                offset=offset,
+            )
+            ids = got["ids"]
+            if not ids:
+                return
+            vectors = np.asarray(got["embeddings"], dtype=np.float32)
+            for i, cid in enumerate(ids):
+                yield _decode_row(cid, vectors[i], got["documents"][i], got["metadatas"][i])
+            offset += len(ids)
+
+    def write_cells(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Upsert full cell rows (``metadatas`` are already encoded Chroma dicts)."""
+        for start in range(0, len(ids), self._batch):
+            end = start + self._batch
+            self._call(
+                "write cells",
+                self.cells.upsert,
+                ids=list(ids[start:end]),
+                embeddings=vectors[start:end],
+                documents=list(texts[start:end]),
+                metadatas=[dict(m) for m in metadatas[start:end]],
+            )
+
+    def delete_cells(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), self._batch):
+            self._call(
+                "delete cells", self.cells.delete, ids=list(ids[start : start + self._batch])
+            )
+
+    # -- groups ----------------------------------------------------------------------
+    def write_groups(
+        self, gids: Sequence[str], centroids: np.ndarray, sizes: Sequence[int]
+    ) -> None:
+        for start in range(0, len(gids), self._batch):
+            end = start + self._batch
+            self._call(
+                "write groups",
+                self.groups.upsert,
+                ids=list(gids[start:end]),
+                embeddings=centroids[start:end],
+                metadatas=[{"size": int(s)} for s in sizes[start:end]],
+            )
+
+    def delete_groups(self, gids: Sequence[str]) -> None:
+        for start in range(0, len(gids), self._batch):
+            self._call(
+                "delete groups", self.groups.delete, ids=list(gids[start : start + self._batch])
+            )
+
+    def group_ids(self) -> list[str]:
+        return list(self._call("list groups", self.groups.get, include=[])["ids"])
+
+    def clear(self) -> None:
+        """Delete both collections' rows, keeping the stamp."""
+        meta = self.settings()
+        for name in (f"mag-{self.namespace}-cells", f"mag-{self.namespace}-groups"):
+            self._call("clear", self.client.delete_collection, name)
+        self.__init__(self.client, self.namespace)  # type: ignore[misc]
+        keep = {k: v for k, v in meta.items() if k in ("mag_embedder", "mag_dim", "mag_schema")}
+        if keep:
+            self.save_settings(**keep)
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            raise PersistenceError(
+                f"Chroma failed to {what} in namespace {self.namespace!r}: {e}",
+                hint="check the Chroma path or server; the in-memory index was left as stored",
+            ) from e
+
+
+def encode_row(
+    *,
+    group_id: str,
+    metadata: Mapping[str, Any],
+    entities: Sequence[str],
+    created_at: float,
+    updated_at: float,
+    seq: int,
+    contradictions: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The Chroma metadata dict of one cell: only reserved ``_mag_*`` keys, all non-empty."""
+    row: dict[str, Any] = {
+        "_mag_group": group_id,
+        "_mag_meta": encode_metadata(metadata),
+        "_mag_entities": json.dumps(list(entities), ensure_ascii=False),
+        "_mag_created": float(created_at),
+        "_mag_updated": float(updated_at),
+        "_mag_seq": int(seq),
+    }
+    if contradictions:
+        row["_mag_links"] = json.dumps(list(contradictions), ensure_ascii=False)
+    return row
+
+
+def _decode_row(
+    cid: str, vector: np.ndarray, text: str | None, meta: Mapping[str, Any] | None
+) -> StoredCell:
+    meta = meta or {}
+    return StoredCell(
+        id=cid,
+        vector=vector,
+        text=text or "",
+        metadata=decode_metadata(meta.get("_mag_meta")),
+        group_id=str(meta.get("_mag_group", "g0")),
+        entities=tuple(json.loads(meta.get("_mag_entities", "[]"))),
+        created_at=float(meta.get("_mag_created", 0.0)),
+        updated_at=float(meta.get("_mag_updated", 0.0)),
+        seq=int(meta.get("_mag_seq", 0)),
+        contradictions=tuple(json.loads(meta.get("_mag_links", "[]"))),
+    )

@@ -1,0 +1,161 @@
+"""Value types returned by the engine: cells, hits and their routes, groups, stats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Cell", "GroupInfo", "Hit", "MergePlan", "Route", "Stats"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One stored memory: its text, metadata exactly as given, and where it lives.
+
+    Attributes:
+        id: the cell id (given by the caller or generated).
+        text: the stored text.
+        metadata: the caller's metadata, equal to what was added.
+        group_id: id of the concept group holding the cell.
+        entities: entities extracted from the text (lower-cased).
+        created_at: UNIX time the id was first stored.
+        updated_at: UNIX time of the last upsert.
+        contradictions: links recorded by sleep mode: ``{"other", "explanation", "at"}``.
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    group_id: str
+    entities: tuple[str, ...] = ()
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    contradictions: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Route:
+    """How a hit was found (returned with ``explain=True``).
+
+    Attributes:
+        stages: the stages that produced it: ``"centroid"``, ``"entity"``, ``"fallback"``.
+        centroid_similarity: cosine of the query with the hit's group centroid.
+        boost: entity boost added to its ranking score.
+        lexical: lexical (BM25-style) score fused into its ranking score.
+        fallback_ran: whether the flat exact fallback ran for this query.
+        probed_groups: how many groups were scored for this query.
+    """
+
+    stages: tuple[str, ...]
+    centroid_similarity: float
+    boost: float
+    lexical: float
+    fallback_ran: bool
+    probed_groups: int
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search result: the cell, its cosine score and its concept group.
+
+    Attributes:
+        cell: the matching cell.
+        score: exact cosine similarity of the query and the cell.
+        rank_score: the score used for ranking (cosine plus boost and lexical terms).
+        group_id: the cell's group id.
+        group_label: a few characteristic terms or entities of the group.
+        route: present when the search ran with ``explain=True``.
+    """
+
+    cell: Cell
+    score: float
+    rank_score: float
+    group_id: str
+    group_label: str
+    route: Route | None = None
+
+    @property
+    def id(self) -> str:
+        """The cell id."""
+        return self.cell.id
+
+    @property
+    def text(self) -> str:
+        """The cell text."""
+        return self.cell.text
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The cell's metadata as the user gave it."""
+        return self.cell.metadata
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A concept group: its label, size and most characteristic content.
+
+    Attributes:
+        id: the group id.
+        label: a few characteristic terms or entities.
+        size: number of cells in the group.
+        entities: the group's most frequent entities.
+        cell_ids: ids of its cells, closest to the centroid first.
+        cohesion: mean cosine similarity of the cells to the centroid.
+    """
+
+    id: str
+    label: str
+    size: int
+    entities: tuple[str, ...]
+    cell_ids: tuple[str, ...]
+    cohesion: float
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Health metrics of a memory.
+
+    Attributes:
+        count: number of cells.
+        groups: number of groups.
+        singleton_groups: groups holding one cell.
+        largest_group: size of the largest group.
+        mean_group_size: average cells per group.
+        mean_cohesion: cell-weighted mean similarity of cells to their centroid.
+        join_threshold: the threshold in force.
+        threshold_source: ``"configured"``, ``"calibrated"`` or ``"provisional"``.
+        embedder: the embedder name stamped on the store.
+        dim: the embedding dimension.
+        namespace: the namespace.
+        entities: number of distinct entities indexed.
+    """
+
+    count: int
+    groups: int
+    singleton_groups: int
+    largest_group: int
+    mean_group_size: float
+    mean_cohesion: float
+    join_threshold: float
+    threshold_source: str
+    embedder: str
+    dim: int
+    namespace: str
+    entities: int
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """The numeric half of sleep mode: which groups to merge.
+
+    Attributes:
+        pairs: ``(kept_group, absorbed_group, centroid_similarity)``, most similar first.
+        threshold: the similarity threshold used.
+    """
+
+    pairs: tuple[tuple[str, str, float], ...]
+    threshold: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
