@@ -2,7 +2,9 @@
 
 Supported: ``{"field": value}`` (equality), ``{"field": {"$op": value}}`` with
 ``$eq $ne $gt $gte $lt $lte $in $nin``, and ``{"$and": [...]}`` / ``{"$or": [...]}``.
-Several fields in one dict are combined with AND.
+Several fields in one dict are combined with AND. A callable taking the metadata dict and
+returning a bool is accepted as a ready-made predicate (adapters translate richer filter
+languages, such as LlamaIndex's, into one).
 """
 
 from __future__ import annotations
@@ -59,8 +61,10 @@ _LIST_OPS = frozenset({"$in", "$nin"})
 _ORDER_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
 
 
-def compile_filter(where: Mapping[str, Any] | None) -> Predicate | None:
+def compile_filter(where: Mapping[str, Any] | Predicate | None) -> Predicate | None:
     """Validate ``where`` and return a predicate over a metadata dict (None for no filter).
+
+    A callable ``where`` is already a predicate and is returned unchanged.
 
     Raises:
         FilterError: an unknown operator, or an operand of the wrong type.
@@ -72,6 +76,8 @@ def compile_filter(where: Mapping[str, Any] | None) -> Predicate | None:
     """
     if where is None:
         return None
+    if callable(where) and not isinstance(where, Mapping):
+        return where
     if not isinstance(where, Mapping):
         raise FilterError(
             f"a filter must be a dict, got {type(where).__name__}",

@@ -25,7 +25,7 @@ from magnetic_core.errors import (
     InvalidInputError,
     PersistenceError,
 )
-from magnetic_core.filters import compile_filter
+from magnetic_core.filters import Predicate, compile_filter
 from magnetic_core.index import Group, HierIndex
 from magnetic_core.persistence import ChromaStore, encode_row, open_client
 from magnetic_core.search import SearchPlan, run_search
@@ -336,9 +336,11 @@ class MagneticMemory:
             self._persisted[g.gid] = g.version
 
     def delete(
-        self, ids: Sequence[str] | None = None, filter: Mapping[str, Any] | None = None
+        self, ids: Sequence[str] | None = None, filter: Mapping[str, Any] | Predicate | None = None
     ) -> int:
         """Delete cells by ids and/or a metadata filter; missing ids are ignored.
+
+        ``filter`` is a ``where`` dict or a predicate, as in :meth:`search`.
 
         Returns:
             The number of cells deleted.
@@ -412,7 +414,7 @@ class MagneticMemory:
         self,
         query: str | None = None,
         k: int = 10,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, Any] | Predicate | None = None,
         explain: bool = False,
         *,
         vector: Any = None,
@@ -425,7 +427,9 @@ class MagneticMemory:
             query: the query text (embedded unless ``vector`` is given; entities are taken
                 from it either way).
             k: number of results; ``k`` come back whenever ``k`` cells match the filter.
-            filter: Chroma-style ``where`` dict on the user's metadata.
+            filter: Chroma-style ``where`` dict on the user's metadata, or a predicate
+                (a callable taking the metadata dict and returning a bool; it must not
+                modify the dict).
             explain: attach each hit's route (stages, centroid similarity, boost).
             vector: a query embedding to use instead of embedding ``query``.
             n_probe: groups to probe (default from the config).
@@ -479,11 +483,14 @@ class MagneticMemory:
     def get(
         self,
         ids: Sequence[str] | None = None,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, Any] | Predicate | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Cell]:
-        """Cells by id (in the order asked, missing ids skipped) or by filter (oldest first)."""
+        """Cells by id (in the order asked, missing ids skipped) or by filter (oldest first).
+
+        ``filter`` is a ``where`` dict or a predicate, as in :meth:`search`.
+        """
         self._check_open()
         if isinstance(ids, str):
             raise InvalidInputError("ids must be a list of strings", hint="wrap it: [id]")
