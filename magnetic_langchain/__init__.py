@@ -1,1 +1,34 @@
-"""LangChain integration of MagneticStorage."""
+"""LangChain integration of MagneticStorage: vector store, retriever, agent tools, sleep chain."""
+
+from __future__ import annotations
+
+from magnetic_langchain.documents import (
+    EXPANDED_FROM_KEY,
+    GROUP_ID_KEY,
+    GROUP_LABEL_KEY,
+    SCORE_KEY,
+)
+from magnetic_langchain.embeddings import LangChainEmbedder, MagneticEmbeddings
+from magnetic_langchain.retrievers import MagneticRetriever
+from magnetic_langchain.tools import (
+    ForgetMemoryTool,
+    SearchMemoryTool,
+    StoreMemoryTool,
+    create_memory_tools,
+)
+from magnetic_langchain.vectorstores import MagneticVectorStore
+
+__all__ = [
+    "EXPANDED_FROM_KEY",
+    "ForgetMemoryTool",
+    "GROUP_ID_KEY",
+    "GROUP_LABEL_KEY",
+    "LangChainEmbedder",
+    "MagneticEmbeddings",
+    "MagneticRetriever",
+    "MagneticVectorStore",
+    "SCORE_KEY",
+    "SearchMemoryTool",
+    "StoreMemoryTool",
+    "create_memory_tools",
+]

@@ -1,0 +1,91 @@
+"""Validation of the arguments LangChain passes to the vector store, with clear errors."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from magnetic_core import EmptyTextError
+
+__all__ = [
+    "SEARCH_OPTIONS",
+    "batches",
+    "check_mmr",
+    "check_search_options",
+    "delete_filter",
+    "pop_batch_size",
+    "prepare_texts",
+]
+
+SEARCH_OPTIONS = frozenset({"n_probe", "entity_boost", "include_group_metadata"})
+"""Keyword arguments the search methods accept besides ``k`` and ``filter``."""
+
+
+def prepare_texts(
+    texts: Iterable[str],
+    metadatas: Sequence[Mapping[str, Any] | None] | None,
+    ids: Sequence[str | None] | None,
+) -> tuple[list[str], list[Mapping[str, Any] | None], list[str]]:
+    """Lists of texts, metadatas and ids of equal length; missing ids become UUIDs."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings, got one string (wrap it: [text])")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str) or not text.strip():
+            raise EmptyTextError(f"text {i} is empty or not a string: {text!r}")
+    if metadatas is not None and len(metadatas) != len(texts):
+        raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+    if ids is not None and len(ids) != len(texts):
+        raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
+    full_ids = [cid if cid is not None else str(uuid.uuid4()) for cid in ids or [None] * len(texts)]
+    return texts, list(metadatas or [None] * len(texts)), full_ids
+
+
+def pop_batch_size(kwargs: dict[str, Any]) -> int | None:
+    """Take ``batch_size`` out of ``kwargs``; anything else left there is an error."""
+    size = kwargs.pop("batch_size", None)
+    if kwargs:
+        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)} (only batch_size)")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        raise ValueError(f"batch_size must be a positive integer, got {size!r}")
+    return size
+
+
+def batches(
+    texts: list[str], metas: list[Mapping[str, Any] | None], ids: list[str], size: int | None
+) -> list[tuple[list[str], list[Mapping[str, Any] | None], list[str]]]:
+    """Split aligned lists into chunks of ``size`` (one chunk when ``size`` is None)."""
+    if not texts:
+        return []
+    step = size or len(texts)
+    return [
+        (texts[i : i + step], metas[i : i + step], ids[i : i + step])
+        for i in range(0, len(texts), step)
+    ]
+
+
+def delete_filter(kwargs: dict[str, Any]) -> Mapping[str, Any] | None:
+    """Take ``filter`` out of ``kwargs``; anything else left there is an error."""
+    where = kwargs.pop("filter", None)
+    if kwargs:
+        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)} (only filter)")
+    return where
+
+
+def check_search_options(options: Mapping[str, Any]) -> None:
+    """Refuse search keyword arguments the store does not understand."""
+    unknown = set(options) - SEARCH_OPTIONS
+    if unknown:
+        raise TypeError(
+            f"unexpected search arguments {sorted(unknown)}; supported: "
+            f"k, filter, {', '.join(sorted(SEARCH_OPTIONS))}"
+        )
+
+
+def check_mmr(k: int, lambda_mult: float) -> None:
+    """Refuse out-of-range MMR parameters."""
+    if not 0.0 <= lambda_mult <= 1.0:
+        raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")

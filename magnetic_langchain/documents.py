@@ -1,0 +1,108 @@
+"""Turning engine results into LangChain Documents: metadata keys, relevance, MMR.
+
+The one distance-to-relevance mapping of the LangChain integration lives here:
+the engine scores by cosine similarity ``s`` in [-1, 1]; LangChain's "score" is the cosine
+distance ``d = 1 - s`` in [0, 2]; relevance is ``1 - d / 2`` in [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+
+from magnetic_core import Cell, Hit
+
+__all__ = [
+    "EXPANDED_FROM_KEY",
+    "GROUP_ID_KEY",
+    "GROUP_LABEL_KEY",
+    "SCORE_KEY",
+    "cell_to_document",
+    "cosine_distance",
+    "hit_to_document",
+    "maximal_marginal_relevance",
+    "relevance_from_distance",
+]
+
+GROUP_ID_KEY = "magnetic_group_id"
+"""Metadata key of a result's concept group id (only when group metadata is asked for)."""
+GROUP_LABEL_KEY = "magnetic_group_label"
+"""Metadata key of a result's concept group label (only when group metadata is asked for)."""
+SCORE_KEY = "magnetic_score"
+"""Metadata key of a retriever hit's cosine similarity to the query."""
+EXPANDED_FROM_KEY = "magnetic_expanded_from"
+"""Metadata key set on a retriever's group expansion: the id of the hit it expands."""
+
+
+def cosine_distance(similarity: float) -> float:
+    """Cosine distance ``1 - similarity``, clipped to [0, 2] against float round-off."""
+    return min(2.0, max(0.0, 1.0 - float(similarity)))
+
+
+def relevance_from_distance(distance: float) -> float:
+    """Relevance in [0, 1] from a cosine distance in [0, 2]: 1 is identical, 0 opposite.
+
+    Example:
+        >>> relevance_from_distance(0.0), relevance_from_distance(1.0), relevance_from_distance(2.0)
+        (1.0, 0.5, 0.0)
+    """
+    return min(1.0, max(0.0, 1.0 - float(distance) / 2.0))
+
+
+def cell_to_document(
+    cell: Cell, *, group_label: str | None = None, extra: Mapping[str, Any] | None = None
+) -> Document:
+    """A Document whose metadata is the cell's own, plus group keys when a label is given."""
+    metadata = dict(cell.metadata)
+    if group_label is not None:
+        metadata[GROUP_ID_KEY] = cell.group_id
+        metadata[GROUP_LABEL_KEY] = group_label
+    if extra:
+        metadata.update(extra)
+    return Document(page_content=cell.text, metadata=metadata, id=cell.id)
+
+
+def hit_to_document(hit: Hit, *, with_group: bool = False) -> Document:
+    """A Document for a search hit; group id and label are added only with ``with_group``."""
+    return cell_to_document(hit.cell, group_label=hit.group_label if with_group else None)
+
+
+def maximal_marginal_relevance(
+    query: np.ndarray, candidates: np.ndarray, k: int, lambda_mult: float
+) -> list[int]:
+    """Indices of ``k`` candidates chosen by maximal marginal relevance, in pick order.
+
+    Each step picks the candidate maximising
+    ``lambda_mult * sim(query, c) - (1 - lambda_mult) * max(sim(c, picked))``.
+
+    Args:
+        query: unit query vector, shape ``(d,)``.
+        candidates: unit candidate vectors, shape ``(n, d)``.
+        k: how many to pick (at most ``n``).
+        lambda_mult: 1 favours relevance only, 0 diversity only.
+
+    Example:
+        >>> v = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]])
+        >>> maximal_marginal_relevance(np.array([1.0, 0.0]), v, 2, 0.5)
+        [0, 2]
+    """
+    n = candidates.shape[0]
+    if n == 0 or k <= 0:
+        return []
+    to_query = candidates @ query
+    picked = [int(np.argmax(to_query))]
+    # Highest similarity of each candidate to anything picked so far, updated per pick.
+    redundancy = candidates @ candidates[picked[0]]
+    available = np.ones(n, dtype=bool)
+    available[picked[0]] = False
+    while len(picked) < min(k, n):
+        score = lambda_mult * to_query - (1.0 - lambda_mult) * redundancy
+        score[~available] = -np.inf
+        best = int(np.argmax(score))
+        picked.append(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, candidates @ candidates[best])
+    return picked

@@ -1,0 +1,594 @@
+"""MagneticVectorStore: a LangChain ``VectorStore`` over a hierarchical MagneticMemory."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables.config import run_in_executor
+from langchain_core.vectorstores import VectorStore
+from typing_extensions import Self
+
+from magnetic_core import EmbeddingError, EmptyTextError, Hit, MagneticMemory, MemoryConfig
+from magnetic_langchain.arguments import (
+    batches,
+    check_mmr,
+    check_search_options,
+    delete_filter,
+    pop_batch_size,
+    prepare_texts,
+)
+from magnetic_langchain.documents import (
+    cell_to_document,
+    cosine_distance,
+    hit_to_document,
+    maximal_marginal_relevance,
+    relevance_from_distance,
+)
+from magnetic_langchain.embeddings import as_core_embedder, as_langchain_embeddings
+
+__all__ = ["MagneticVectorStore"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_K = 4
+
+
+class MagneticVectorStore(VectorStore):
+    """MagneticStorage vector store: cells grouped online into concepts, on ChromaDB.
+
+    Every added text becomes a cell that joins (or founds) a concept group as it arrives;
+    searches go through the group centroids first, then score cells exactly, and fall back
+    to a flat exact search so ``k`` results come back whenever ``k`` exist. Returned
+    ``Document.metadata`` is exactly what was added; the concept group's id and label are
+    added (under ``magnetic_group_id`` / ``magnetic_group_label``) only when asked for.
+
+    Setup:
+        Install the package with its LangChain extra:
+
+        ```bash
+        pip install "magnetic-storage[langchain]"
+        ```
+
+    Key init args — indexing params:
+        embedding: Embeddings
+            Any LangChain embedding model (or ``MagneticEmbeddings`` around a core embedder).
+        include_group_metadata: bool
+            Add the concept group id and label to every returned document's metadata.
+
+    Key init args — client params:
+        path: str | None
+            Directory of the embedded Chroma store (default ``./magnetic_memory``).
+        namespace: str
+            Isolated memory inside one store.
+        client: chromadb client | None
+            Any chromadb client (persistent, HTTP, ephemeral) instead of ``path``.
+        memory: MagneticMemory | None
+            An open memory to wrap instead of the three above.
+
+    Instantiate:
+        ```python
+        import tempfile
+
+        from magnetic_core import HashingEmbedder
+        from magnetic_langchain import MagneticEmbeddings, MagneticVectorStore
+
+        vector_store = MagneticVectorStore(
+            embedding=MagneticEmbeddings(HashingEmbedder(dim=256)),
+            path=tempfile.mkdtemp(),
+            namespace="docs",
+        )
+        ```
+
+    Add Documents:
+        ```python
+        from langchain_core.documents import Document
+
+        document_1 = Document(page_content="the cat sat on the mat", metadata={"kind": "pet"})
+        document_2 = Document(page_content="stocks fell on monday", metadata={"kind": "news"})
+        document_3 = Document(page_content="i will be deleted :(")
+
+        documents = [document_1, document_2, document_3]
+        ids = ["1", "2", "3"]
+        vector_store.add_documents(documents=documents, ids=ids)
+        ```
+
+    Delete Documents:
+        ```python
+        vector_store.delete(ids=["3"])
+        ```
+
+    Search:
+        ```python
+        results = vector_store.similarity_search(query="a cat on a mat", k=1)
+        for doc in results:
+            print(f"* {doc.page_content} [{doc.metadata}]")
+        ```
+        ```python
+        * the cat sat on the mat [{'kind': 'pet'}]
+        ```
+
+    Search with filter:
+        ```python
+        results = vector_store.similarity_search(
+            query="a cat on a mat", k=1, filter={"kind": "news"}
+        )
+        for doc in results:
+            print(f"* {doc.page_content} [{doc.metadata}]")
+        ```
+        ```python
+        * stocks fell on monday [{'kind': 'news'}]
+        ```
+
+    Search with score:
+        ```python
+        results = vector_store.similarity_search_with_score(query="the cat sat", k=1)
+        for doc, distance in results:
+            print(f"* [DIST={distance:.3f}] {doc.page_content} [{doc.metadata}]")
+        ```
+        ```python
+        * [DIST=0.256] the cat sat on the mat [{'kind': 'pet'}]
+        ```
+
+    Search with group context:
+        ```python
+        doc = vector_store.similarity_search("cat", k=1, include_group_metadata=True)[0]
+        print(sorted(doc.metadata))
+        ```
+        ```python
+        ['kind', 'magnetic_group_id', 'magnetic_group_label']
+        ```
+
+    Async:
+        ```python
+        # add documents
+        # await vector_store.aadd_documents(documents=documents, ids=ids)
+
+        # delete documents
+        # await vector_store.adelete(ids=["3"])
+
+        # search
+        # results = await vector_store.asimilarity_search(query="cat", k=1)
+
+        # search with score
+        results = await vector_store.asimilarity_search_with_score(query="the cat sat", k=1)
+        for doc, distance in results:
+            print(f"* [DIST={distance:.3f}] {doc.page_content} [{doc.metadata}]")
+        ```
+        ```python
+        * [DIST=0.256] the cat sat on the mat [{'kind': 'pet'}]
+        ```
+
+    Use as Retriever:
+        ```python
+        retriever = vector_store.as_retriever(
+            search_type="mmr",
+            search_kwargs={"k": 1, "fetch_k": 2, "lambda_mult": 0.5},
+        )
+        retriever.invoke("cat")
+        ```
+        ```python
+        [Document(id='1', metadata={'kind': 'pet'}, page_content='the cat sat on the mat')]
+        ```
+    """
+
+    def __init__(
+        self,
+        embedding: Embeddings | None = None,
+        *,
+        memory: MagneticMemory | None = None,
+        path: str | os.PathLike[str] | None = None,
+        namespace: str = "default",
+        config: MemoryConfig | None = None,
+        client: Any = None,
+        include_group_metadata: bool = False,
+    ) -> None:
+        """Open (or wrap) a memory.
+
+        Args:
+            embedding: the LangChain embedding model. Required unless ``memory`` is given.
+            memory: an existing memory to wrap; it is not closed by :meth:`close`.
+            path: directory of the embedded Chroma store (default ``./magnetic_memory``).
+            namespace: isolated memory inside one store.
+            config: engine settings.
+            client: any chromadb client, instead of ``path``.
+            include_group_metadata: add group id and label to returned metadata.
+
+        Raises:
+            ValueError: neither ``embedding`` nor ``memory`` given; a memory given together
+                with settings that belong to it; or an embedding that is not the memory's.
+        """
+        if memory is not None:
+            clash = [
+                name
+                for name, value in (("path", path), ("config", config), ("client", client))
+                if value is not None
+            ] + (["namespace"] if namespace != "default" else [])
+            if clash:
+                raise ValueError(
+                    f"pass either memory= or {', '.join(clash)}, not both: "
+                    "the wrapped memory already has its own"
+                )
+            if embedding is not None and as_core_embedder(embedding).name != memory.embedder.name:
+                raise ValueError(
+                    f"the embedding {as_core_embedder(embedding).name!r} is not the memory's "
+                    f"embedder {memory.embedder.name!r}; omit embedding= to use the memory's"
+                )
+            self._memory, self._owns_memory = memory, False
+        elif embedding is None:
+            raise ValueError(
+                "MagneticVectorStore needs embedding= (a LangChain Embeddings) or memory="
+            )
+        else:
+            self._memory = MagneticMemory(
+                path=os.fspath(path) if path is not None else "./magnetic_memory",
+                namespace=namespace,
+                embedder=as_core_embedder(embedding),
+                config=config,
+                client=client,
+            )
+            self._owns_memory = True
+        self._embedding = embedding or as_langchain_embeddings(self._memory.embedder)
+        self.include_group_metadata = include_group_metadata
+
+    # -- plumbing --------------------------------------------------------------------
+    @property
+    def embeddings(self) -> Embeddings:
+        """The embedding model used for queries and documents."""
+        return self._embedding
+
+    @property
+    def memory(self) -> MagneticMemory:
+        """The hierarchical memory underneath (groups, stats, sleep mode)."""
+        return self._memory
+
+    def close(self) -> None:
+        """Close the memory if this store opened it. Idempotent."""
+        if self._owns_memory:
+            self._memory.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return relevance_from_distance
+
+    def _documents(self, hits: Sequence[Hit], options: Mapping[str, Any]) -> list[Document]:
+        with_group = options.get("include_group_metadata", self.include_group_metadata)
+        return [hit_to_document(hit, with_group=bool(with_group)) for hit in hits]
+
+    # -- writing ---------------------------------------------------------------------
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Embed and store texts; an existing id is updated in place (upsert).
+
+        Args:
+            texts: non-empty strings.
+            metadatas: one dict per text, returned exactly as given by searches.
+            ids: one id per text; ``None`` entries (and a ``None`` list) get UUIDs.
+            **kwargs: ``batch_size`` (texts embedded and written per call).
+
+        Returns:
+            The ids, in input order.
+        """
+        parts = batches(*prepare_texts(texts, metadatas, ids), pop_batch_size(kwargs))
+        return [cid for t, m, i in parts for cid in self._memory.add(t, m, i)]
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Async :meth:`add_texts`: embeds with the model's native async API."""
+        out: list[str] = []
+        for t, m, i in batches(*prepare_texts(texts, metadatas, ids), pop_batch_size(kwargs)):
+            vectors = await self._aembed_documents(t)
+            out += await self._memory.aadd(t, m, i, vectors=vectors)
+        return out
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        """Delete by ids (missing ids are ignored) and/or a metadata ``filter``.
+
+        Raises:
+            ValueError: neither ids nor a filter (use ``memory.clear()`` to empty the store).
+        """
+        self._memory.delete(ids=ids, filter=delete_filter(kwargs))
+        return True
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
+        """Async :meth:`delete`."""
+        await self._memory.adelete(ids=ids, filter=delete_filter(kwargs))
+        return True
+
+    # -- reading ---------------------------------------------------------------------
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Documents by id, in the order asked; missing ids are skipped."""
+        return self._cells_to_documents(self._memory.get(list(ids)))
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Async :meth:`get_by_ids`."""
+        cells = await self._memory.aget(list(ids))
+        if not self.include_group_metadata:
+            return self._cells_to_documents(cells)
+        return await run_in_executor(None, self._cells_to_documents, cells)
+
+    def _cells_to_documents(self, cells: Sequence[Any]) -> list[Document]:
+        if not self.include_group_metadata:
+            return [cell_to_document(c) for c in cells]
+        labels = {gid: self._memory.group(gid).label for gid in {c.group_id for c in cells}}
+        return [cell_to_document(c, group_label=labels[c.group_id]) for c in cells]
+
+    def similarity_search(
+        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """The ``k`` documents most similar to ``query``.
+
+        Args:
+            query: the query text.
+            k: number of documents.
+            filter: Chroma-style metadata filter, e.g. ``{"year": {"$gte": 2020}}``.
+            **kwargs: ``include_group_metadata``, and the engine's ``n_probe`` and
+                ``entity_boost``.
+        """
+        return self._documents(self._search(query, None, k, filter, kwargs), kwargs)
+
+    async def asimilarity_search(
+        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[Document]:
+        """Async :meth:`similarity_search`."""
+        return self._documents(await self._asearch(query, None, k, filter, kwargs), kwargs)
+
+    def similarity_search_with_score(
+        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Documents with their cosine distance to ``query`` (0 identical, 2 opposite)."""
+        hits = self._search(query, None, k, filter, kwargs)
+        return list(zip(self._documents(hits, kwargs), _distances(hits)))
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Async :meth:`similarity_search_with_score`."""
+        hits = await self._asearch(query, None, k, filter, kwargs)
+        return list(zip(self._documents(hits, kwargs), _distances(hits)))
+
+    def similarity_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = DEFAULT_K,
+        filter: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """The ``k`` documents most similar to a query embedding."""
+        return self._documents(self._search(None, embedding, k, filter, kwargs), kwargs)
+
+    async def asimilarity_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = DEFAULT_K,
+        filter: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async :meth:`similarity_search_by_vector`."""
+        hits = await self._asearch(None, embedding, k, filter, kwargs)
+        return self._documents(hits, kwargs)
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Documents relevant to ``query`` yet diverse among themselves.
+
+        Args:
+            query: the query text.
+            k: number of documents.
+            fetch_k: candidates fetched by similarity before MMR picks (at least ``k``).
+            lambda_mult: 1 for pure relevance, 0 for maximum diversity.
+            filter: Chroma-style metadata filter.
+            **kwargs: as for :meth:`similarity_search`.
+        """
+        vector = self._memory.embed_query(query)
+        return self._mmr(query, vector, k, fetch_k, lambda_mult, filter, kwargs)
+
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async :meth:`max_marginal_relevance_search`."""
+        vector = await self._aembed_query(query)
+        return await self._ammr(query, vector, k, fetch_k, lambda_mult, filter, kwargs)
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = DEFAULT_K,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """:meth:`max_marginal_relevance_search` for a query embedding."""
+        return self._mmr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+
+    async def amax_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = DEFAULT_K,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async :meth:`max_marginal_relevance_search_by_vector`."""
+        return await self._ammr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+
+    def search_hits(
+        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[Hit]:
+        """The engine's own hits for ``query``: cell, cosine score, group id and label.
+
+        Example:
+            >>> hit = vector_store.search_hits("cat", k=1)[0]  # doctest: +SKIP
+            >>> hit.id, hit.group_label  # doctest: +SKIP
+            ('1', 'cat mat sat')
+        """
+        return self._search(query, None, k, filter, kwargs)
+
+    async def asearch_hits(
+        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[Hit]:
+        """Async :meth:`search_hits`."""
+        return await self._asearch(query, None, k, filter, kwargs)
+
+    # -- search internals ------------------------------------------------------------
+    def _search(
+        self,
+        query: str | None,
+        vector: Any,
+        k: int,
+        filter: dict[str, Any] | None,
+        options: Mapping[str, Any],
+    ) -> list[Hit]:
+        check_search_options(options)
+        return self._memory.search(
+            query,
+            k=k,
+            filter=filter,
+            vector=vector,
+            n_probe=options.get("n_probe"),
+            entity_boost=options.get("entity_boost"),
+        )
+
+    async def _asearch(
+        self,
+        query: str | None,
+        vector: Any,
+        k: int,
+        filter: dict[str, Any] | None,
+        options: Mapping[str, Any],
+    ) -> list[Hit]:
+        check_search_options(options)
+        if vector is None and query is not None:
+            vector = await self._aembed_query(query)
+        return await self._memory.asearch(
+            query,
+            k=k,
+            filter=filter,
+            vector=vector,
+            n_probe=options.get("n_probe"),
+            entity_boost=options.get("entity_boost"),
+        )
+
+    def _mmr(
+        self,
+        query: str | None,
+        vector: Any,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        filter: dict[str, Any] | None,
+        options: Mapping[str, Any],
+    ) -> list[Document]:
+        check_mmr(k, lambda_mult)
+        hits = self._search(query, vector, max(k, fetch_k), filter, options)
+        return self._documents(self._pick_mmr(hits, vector, k, lambda_mult), options)
+
+    async def _ammr(
+        self,
+        query: str | None,
+        vector: Any,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        filter: dict[str, Any] | None,
+        options: Mapping[str, Any],
+    ) -> list[Document]:
+        check_mmr(k, lambda_mult)
+        hits = await self._asearch(query, vector, max(k, fetch_k), filter, options)
+        picked = await run_in_executor(None, self._pick_mmr, hits, vector, k, lambda_mult)
+        return self._documents(picked, options)
+
+    def _pick_mmr(self, hits: list[Hit], vector: Any, k: int, lambda_mult: float) -> list[Hit]:
+        if not hits:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        query = query / np.linalg.norm(query)
+        candidates = self._memory.get_vectors([h.id for h in hits])
+        return [hits[i] for i in maximal_marginal_relevance(query, candidates, k, lambda_mult)]
+
+    async def _aembed_query(self, query: str) -> list[float]:
+        if not isinstance(query, str) or not query.strip():
+            raise EmptyTextError("the query is empty", hint="pass a non-empty query")
+        try:
+            return await self._embedding.aembed_query(query)
+        except Exception as e:
+            raise EmbeddingError(f"embedding the query failed: {e}") from e
+
+    async def _aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        try:
+            return await self._embedding.aembed_documents(texts)
+        except Exception as e:
+            raise EmbeddingError(f"embedding {len(texts)} texts failed: {e}") from e
+
+    # -- construction ----------------------------------------------------------------
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """Open a store (``kwargs`` go to the constructor) and add ``texts`` to it."""
+        store = cls(embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+    @classmethod
+    async def afrom_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        """Async :meth:`from_texts`."""
+        store = await asyncio.to_thread(lambda: cls(embedding, **kwargs))
+        await store.aadd_texts(texts, metadatas, ids=ids)
+        return store
+
+
+def _distances(hits: Sequence[Hit]) -> list[float]:
+    return [cosine_distance(h.score) for h in hits]
