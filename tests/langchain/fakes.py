@@ -1,0 +1,192 @@
+"""Test doubles that stand in for services absent here: table embeddings, a scripted
+tool-calling chat model, a minimal agent loop, and a fake Ollama HTTP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
+
+from magnetic_core import HashingEmbedder
+
+
+class TableEmbeddings(Embeddings):
+    """Embeddings looked up in a table, so tests can place vectors exactly.
+
+    Texts missing from the table (such as the store's one-off dimension probe) get the
+    last axis, which tests keep clear of.
+    """
+
+    def __init__(self, table: dict[str, Sequence[float]]) -> None:
+        self.table = {k: list(map(float, v)) for k, v in table.items()}
+        dim = len(next(iter(self.table.values())))
+        self.other = [0.0] * (dim - 1) + [1.0]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.table.get(t, self.other) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.table.get(text, self.other)
+
+
+Step = AIMessage | Callable[[list[BaseMessage]], AIMessage]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that plays a script of replies, which may depend on the conversation.
+
+    Unlike langchain-core's fake chat models it supports ``bind_tools``: the tools are
+    converted to the OpenAI schema as real providers do, and recorded per call.
+    """
+
+    script: list[Any]
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    offered_tools: list[list[str]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-chat-model"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self.calls.append(list(messages))
+        self.offered_tools.append([t["function"]["name"] for t in kwargs.get("tools", [])])
+        if not self.script:
+            raise AssertionError("the scripted model ran out of replies")
+        step = self.script.pop(0)
+        reply = step(messages) if callable(step) else step
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def tool_call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    """An assistant message that calls one tool."""
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def run_agent(
+    model: Runnable[Any, AIMessage], tools: list[BaseTool], question: str, max_turns: int = 8
+) -> list[BaseMessage]:
+    """The classic tool-calling loop: call the model, run its tool calls, repeat."""
+    by_name = {t.name: t for t in tools}
+    messages: list[BaseMessage] = [HumanMessage(question)]
+    for _ in range(max_turns):
+        reply = model.invoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls:
+            return messages
+        for call in reply.tool_calls:
+            result = by_name[call["name"]].invoke(call)
+            messages.append(result)
+    raise AssertionError("the agent did not finish")
+
+
+async def arun_agent(
+    model: Runnable[Any, AIMessage], tools: list[BaseTool], question: str, max_turns: int = 8
+) -> list[BaseMessage]:
+    """Async :func:`run_agent`."""
+    by_name = {t.name: t for t in tools}
+    messages: list[BaseMessage] = [HumanMessage(question)]
+    for _ in range(max_turns):
+        reply = await model.ainvoke(messages)
+        messages.append(reply)
+        if not reply.tool_calls:
+            return messages
+        for call in reply.tool_calls:
+            messages.append(await by_name[call["name"]].ainvoke(call))
+    raise AssertionError("the agent did not finish")
+
+
+def last_tool_output(messages: list[BaseMessage]) -> str:
+    """Content of the most recent tool message."""
+    tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
+    return str(tool_messages[-1].content)
+
+
+class FakeOllama:
+    """A tiny Ollama look-alike on 127.0.0.1: ``/api/chat`` (streamed NDJSON) and ``/api/embed``.
+
+    ``/api/chat`` answers from ``script``: each step is a message dict
+    (``{"content": ..., "tool_calls": [{"function": {"name", "arguments"}}]}``) or a
+    callable taking the request body and returning one. Requests are recorded in
+    ``chat_requests``. ``/api/embed`` returns hashing vectors (not semantic).
+    """
+
+    def __init__(self, script: list[Any] | None = None, embed_dim: int = 64) -> None:
+        self.script = list(script or [])
+        self.chat_requests: list[dict[str, Any]] = []
+        self.embed_requests: list[dict[str, Any]] = []
+        self._embedder = HashingEmbedder(dim=embed_dim)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> FakeOllama:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def _chat(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        self.chat_requests.append(body)
+        step = self.script.pop(0)
+        message = {"role": "assistant", "content": "", **(step(body) if callable(step) else step)}
+        head = {"model": body["model"], "created_at": "2026-01-01T00:00:00Z"}
+        final = {**head, "message": {"role": "assistant", "content": ""}, "done": True}
+        final["done_reason"] = "stop"
+        return [{**head, "message": message, "done": False}, final]
+
+    def _embed(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.embed_requests.append(body)
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vectors = self._embedder.embed_documents(inputs)
+        return {"model": body["model"], "embeddings": [list(map(float, v)) for v in vectors]}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/api/chat":
+                    lines = fake._chat(body)
+                    if not body.get("stream", True):
+                        lines = [{**lines[0], "done": True, "done_reason": "stop"}]
+                    payload = "".join(json.dumps(x) + "\n" for x in lines).encode()
+                    kind = "application/x-ndjson"
+                elif self.path == "/api/embed":
+                    payload, kind = json.dumps(fake._embed(body)).encode(), "application/json"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Handler
