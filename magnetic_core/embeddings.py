@@ -249,7 +249,13 @@ class OllamaEmbedder:
         self._model = model
         base = model.split(":")[0]
         self._doc_prefix, self._query_prefix = self.PREFIXES.get(base, ("", ""))
-        self._dim = len(self._embed([self._query_prefix + "probe"])[0])
+        try:
+            self._dim = len(self._embed([self._query_prefix + "probe"])[0])
+        except Exception as e:
+            raise EmbeddingError(
+                f"Ollama model {model!r} failed to embed: {e}",
+                hint=f"start Ollama and run `ollama pull {model}`",
+            ) from e
 
     @property
     def name(self) -> str:

@@ -1,0 +1,98 @@
+"""The hierarchy: calibration, splits, batch assignment identical to one-by-one, merges."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from magnetic_core.clustering import calibrate_threshold, plan_merge_pairs, two_means
+from magnetic_core.eval import clustered_data
+from magnetic_core.index import HierIndex
+
+
+def _partition(index: HierIndex) -> set[frozenset[str]]:
+    return {frozenset(g.ids) for g in index.slot_groups}
+
+
+def test_batch_assignment_equals_one_by_one():
+    vecs, _ = clustered_data(600, 16, 12, seed=3)
+    ids = [f"c{i}" for i in range(len(vecs))]
+    batch = HierIndex(16, max_group_size=40)
+    batch.assign(ids, vecs, threshold=0.6, chunk=128)
+    single = HierIndex(16, max_group_size=40)
+    for cid, vec in zip(ids, vecs):
+        single.assign([cid], vec[None, :], threshold=0.6)
+    assert _partition(batch) == _partition(single)
+    assert np.allclose(
+        np.sort(batch.centroids, axis=0), np.sort(single.centroids, axis=0), atol=1e-5
+    )
+
+
+def test_upserts_inside_a_batch_match_one_by_one():
+    rng = np.random.default_rng(5)
+    vecs, _ = clustered_data(300, 8, 6, seed=5)
+    ids = [f"c{int(i)}" for i in rng.integers(0, 120, size=300)]  # many repeats
+    batch = HierIndex(8, max_group_size=25)
+    batch.assign(ids, vecs, threshold=0.7, chunk=64)
+    single = HierIndex(8, max_group_size=25)
+    for cid, vec in zip(ids, vecs):
+        single.assign([cid], vec[None, :], threshold=0.7)
+    assert _partition(batch) == _partition(single)
+    assert len(batch) == len(set(ids))
+    # The last write of each id wins.
+    last = {cid: vec for cid, vec in zip(ids, vecs)}
+    for cid, vec in last.items():
+        assert np.allclose(batch.vector(cid), vec)
+
+
+def test_groups_never_exceed_the_size_cap():
+    vecs, _ = clustered_data(2000, 16, 2, spread=0.1, seed=1)
+    index = HierIndex(16, max_group_size=50)
+    index.assign([str(i) for i in range(2000)], vecs, threshold=0.0)
+    assert max(g.n for g in index.slot_groups) <= 50
+    assert sum(g.n for g in index.slot_groups) == 2000
+
+
+def test_centroid_is_the_normalised_mean_of_members_after_moves_and_removals():
+    vecs, _ = clustered_data(400, 8, 4, seed=2)
+    index = HierIndex(8, max_group_size=60)
+    index.assign([str(i) for i in range(400)], vecs, threshold=0.5)
+    for i in range(0, 400, 3):
+        index.remove(str(i))
+    index.assign([str(i) for i in range(1, 400, 3)], vecs[::-1][: len(range(1, 400, 3))], 0.5)
+    for group in index.slot_groups:
+        mean = group.view.astype(np.float64).mean(axis=0)
+        assert np.allclose(index.centroids[group.slot], mean / np.linalg.norm(mean), atol=1e-4)
+
+
+def test_duplicates_still_split():
+    index = HierIndex(4, max_group_size=10)
+    vec = np.array([[1, 0, 0, 0]], np.float32)
+    index.assign([str(i) for i in range(35)], np.repeat(vec, 35, axis=0), threshold=0.9)
+    assert max(g.n for g in index.slot_groups) <= 10
+
+
+def test_two_means_separates_two_clusters():
+    vecs, labels = clustered_data(200, 16, 2, spread=0.2, seed=9)
+    mask = two_means(vecs)
+    agree = (mask == (labels == labels[mask][0])).mean()
+    assert agree == 1.0
+
+
+def test_calibrated_threshold_follows_the_data():
+    tight, _ = clustered_data(256, 32, 8, spread=0.2, seed=0)
+    loose, _ = clustered_data(256, 32, 8, spread=2.0, seed=0)
+    assert calibrate_threshold(tight, 25) > calibrate_threshold(loose, 25)
+    # exact duplicates do not drag the threshold to 1
+    dup = np.repeat(loose[:128], 2, axis=0)
+    assert calibrate_threshold(dup, 25) < 0.99
+
+
+def test_merge_pairs_are_greedy_disjoint_and_respect_the_cap():
+    c = np.array([[1, 0], [0.99, 0.141], [0, 1], [0.1, 0.995]], np.float32)
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    pairs = plan_merge_pairs(c, 0.95)
+    assert {(i, j) for i, j, _ in pairs} == {(0, 1), (2, 3)}
+    capped = plan_merge_pairs(c, 0.95, sizes=np.array([5, 5, 1, 1]), max_size=6)
+    assert {(i, j) for i, j, _ in capped} == {(2, 3)}
+    # blocked computation gives the same plan
+    assert plan_merge_pairs(c, 0.95, block=1) == pairs
