@@ -1,0 +1,175 @@
+"""Validate a LlamaIndex ``VectorStoreQuery`` (and its keyword arguments) into a query plan."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
+
+from magnetic_core.errors import FilterError, InvalidInputError
+from magnetic_core.filters import Predicate, compile_filter
+from magnetic_llamaindex.filters import all_of, to_predicate
+from magnetic_llamaindex.nodes import REF_DOC_ID
+from magnetic_llamaindex.ranking import DEFAULT_MMR_THRESHOLD, check_mmr_threshold
+
+__all__ = ["QUERY_KWARGS", "QueryPlan", "id_list", "plan_query"]
+
+DEFAULT_MMR_PREFETCH_FACTOR = 4.0
+SUPPORTED_MODES = (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR)
+QUERY_KWARGS = frozenset(
+    {"where", "n_probe", "mmr_threshold", "mmr_prefetch_k", "mmr_prefetch_factor"}
+)
+"""Keyword arguments ``MagneticVectorStore.query`` accepts beside the query."""
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """One validated query.
+
+    Attributes:
+        vector: the unit query vector.
+        k: how many results to return.
+        predicate: the metadata test every result passes (filters, ``where``, ``doc_ids``).
+        node_ids: restrict the search to these nodes (exact scoring), or None.
+        mmr: whether to re-rank by maximal marginal relevance.
+        mmr_threshold: relevance weight of MMR in ``[0, 1]``.
+        fetch_k: candidates fetched before MMR (``k`` without MMR).
+        n_probe: groups the engine probes (None for its default).
+    """
+
+    vector: np.ndarray
+    k: int
+    predicate: Predicate | None
+    node_ids: list[str] | None
+    mmr: bool
+    mmr_threshold: float
+    fetch_k: int
+    n_probe: int | None
+
+
+def plan_query(
+    query: VectorStoreQuery,
+    kwargs: Mapping[str, Any],
+    *,
+    dim: int,
+    embed_query: Callable[[str], np.ndarray],
+) -> QueryPlan:
+    """Validate ``query`` and the keyword arguments of ``query()``.
+
+    Args:
+        query: the LlamaIndex query.
+        kwargs: extra keyword arguments (see :data:`QUERY_KWARGS`).
+        dim: the store's embedding dimension.
+        embed_query: embeds ``query.query_str`` when the query has no embedding.
+
+    Raises:
+        InvalidInputError: an unknown keyword argument, an unsupported mode or filter, a
+            filter or MMR setting given two ways, or a bad query embedding.
+    """
+    unknown = sorted(set(kwargs) - QUERY_KWARGS)
+    if unknown:
+        raise InvalidInputError(
+            f"query() got unexpected keyword arguments {unknown}",
+            hint="supported: " + ", ".join(sorted(QUERY_KWARGS)),
+        )
+    if query.mode not in SUPPORTED_MODES:
+        raise InvalidInputError(
+            f"unsupported query mode {query.mode!r}",
+            hint="MagneticVectorStore supports VectorStoreQueryMode.DEFAULT and MMR",
+        )
+    k = query.similarity_top_k
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InvalidInputError(f"similarity_top_k must be a non-negative integer, got {k!r}")
+    mmr = query.mode == VectorStoreQueryMode.MMR
+    return QueryPlan(
+        vector=_query_vector(query, dim, embed_query),
+        k=k,
+        predicate=_predicate(query, kwargs.get("where")),
+        node_ids=id_list(query.node_ids),
+        mmr=mmr,
+        mmr_threshold=_mmr_threshold(query, kwargs),
+        fetch_k=_fetch_k(k, kwargs) if mmr else k,
+        n_probe=kwargs.get("n_probe"),
+    )
+
+
+def id_list(node_ids: Sequence[str] | None) -> list[str] | None:
+    """``node_ids`` as a list, refusing a lone string (which would read as characters)."""
+    if node_ids is None:
+        return None
+    if isinstance(node_ids, str):
+        raise InvalidInputError("node_ids must be a list of strings", hint="wrap it: [node_id]")
+    return list(node_ids)
+
+
+def _predicate(query: VectorStoreQuery, where: Any) -> Predicate | None:
+    if query.filters is not None and where is not None:
+        raise FilterError(
+            "the filter was given two ways: query.filters and where=",
+            hint="pass only one of them",
+        )
+    doc_ids = None if query.doc_ids is None else frozenset(id_list(query.doc_ids) or ())
+    return all_of(
+        to_predicate(query.filters),
+        compile_filter(where),
+        None if doc_ids is None else (lambda meta: meta.get(REF_DOC_ID) in doc_ids),
+    )
+
+
+def _query_vector(
+    query: VectorStoreQuery, dim: int, embed_query: Callable[[str], np.ndarray]
+) -> np.ndarray:
+    if query.query_embedding is None:
+        if query.query_str:
+            return embed_query(query.query_str)
+        raise InvalidInputError(
+            "the query has neither query_embedding nor query_str",
+            hint="pass query_embedding=embed_model.get_query_embedding(text)",
+        )
+    try:
+        vec = np.asarray(query.query_embedding, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError("query_embedding must be a list of floats") from e
+    if vec.ndim != 1 or vec.shape[0] != dim:
+        raise InvalidInputError(
+            f"query_embedding has shape {vec.shape}, but the store holds {dim}-d vectors",
+            hint="embed the query with the model the nodes were embedded with",
+        )
+    norm = float(np.linalg.norm(vec))
+    if not math.isfinite(norm) or norm == 0.0:
+        raise InvalidInputError("query_embedding is all zeros or not finite")
+    return vec / norm
+
+
+def _mmr_threshold(query: VectorStoreQuery, kwargs: Mapping[str, Any]) -> float:
+    given = [v for v in (query.mmr_threshold, kwargs.get("mmr_threshold")) if v is not None]
+    if len(given) == 2 and given[0] != given[1]:
+        raise InvalidInputError(
+            f"mmr_threshold was given two ways: {given[0]!r} on the query and {given[1]!r} "
+            "as a keyword argument",
+            hint="pass only one",
+        )
+    return check_mmr_threshold(given[0]) if given else DEFAULT_MMR_THRESHOLD
+
+
+def _fetch_k(k: int, kwargs: Mapping[str, Any]) -> int:
+    prefetch_k, factor = kwargs.get("mmr_prefetch_k"), kwargs.get("mmr_prefetch_factor")
+    if prefetch_k is not None and factor is not None:
+        raise InvalidInputError(
+            "pass mmr_prefetch_k or mmr_prefetch_factor, not both",
+            hint="mmr_prefetch_k is a count; mmr_prefetch_factor multiplies similarity_top_k",
+        )
+    if prefetch_k is not None:
+        if not isinstance(prefetch_k, int) or isinstance(prefetch_k, bool) or prefetch_k < 1:
+            raise InvalidInputError(
+                f"mmr_prefetch_k must be a positive integer, got {prefetch_k!r}"
+            )
+        return max(prefetch_k, k)
+    factor = DEFAULT_MMR_PREFETCH_FACTOR if factor is None else factor
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
+        raise InvalidInputError(f"mmr_prefetch_factor must be a number >= 1, got {factor!r}")
+    return math.ceil(k * factor)

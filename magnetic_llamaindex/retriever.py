@@ -1,0 +1,160 @@
+"""MagneticRetriever: a group-aware LlamaIndex retriever over a MagneticStorage memory."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
+
+from magnetic_core.errors import InvalidInputError
+from magnetic_core.memory import MagneticMemory
+from magnetic_core.types import Cell, GroupInfo, Hit
+from magnetic_llamaindex.embeddings import embed_query_text
+from magnetic_llamaindex.filters import to_predicate
+from magnetic_llamaindex.nodes import cell_to_node
+from magnetic_llamaindex.vector_store import MagneticVectorStore
+
+__all__ = ["EXPANDED_FROM_KEY", "GROUP_ID_KEY", "GROUP_LABEL_KEY", "MagneticRetriever"]
+
+logger = logging.getLogger(__name__)
+
+GROUP_ID_KEY = "magnetic_group_id"
+GROUP_LABEL_KEY = "magnetic_group_label"
+EXPANDED_FROM_KEY = "magnetic_expanded_from"
+_ADDED_KEYS = (GROUP_ID_KEY, GROUP_LABEL_KEY, EXPANDED_FROM_KEY)
+
+
+class MagneticRetriever(BaseRetriever):
+    """Retrieve nodes through the concept layer, each tagged with its concept group.
+
+    Unlike a plain vector retriever, the query text takes part too: entities in it (file
+    names, identifiers, capitalised phrases...) route the search to the groups that hold
+    them and boost the cells that contain them. Every result carries its group's id and
+    label in ``node.metadata`` (``magnetic_group_id``, ``magnetic_group_label``; both kept
+    out of the text that gets embedded). With ``expand=n``, each hit is followed by up to
+    ``n`` other cells of its group, those closest to the group's centroid first, tagged
+    ``magnetic_expanded_from=<hit id>`` and scored by their own cosine similarity.
+
+    Args:
+        store: a :class:`MagneticVectorStore` or a :class:`~magnetic_core.MagneticMemory`.
+        embed_model: embeds the query. Without one, the memory's own embedder does (a
+            store built from ``dim`` has none and says so).
+        similarity_top_k: number of hits (before expansion).
+        filters: LlamaIndex metadata filters every result (expansions included) passes.
+        expand: other cells of each hit's group to add after it (0 for none).
+        n_probe: groups to probe (default from the memory's config).
+        callback_manager: LlamaIndex callbacks.
+        verbose: LlamaIndex verbosity.
+
+    Example:
+        .. code-block:: python
+
+            retriever = MagneticRetriever(store, embed_model=embed_model,
+                                          similarity_top_k=3, expand=2)
+            for hit in retriever.retrieve("How do mitochondria make energy?"):
+                print(hit.score, hit.node.metadata["magnetic_group_label"])
+    """
+
+    def __init__(
+        self,
+        store: MagneticVectorStore | MagneticMemory,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        similarity_top_k: int = 4,
+        filters: MetadataFilters | None = None,
+        expand: int = 0,
+        n_probe: int | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if isinstance(store, MagneticVectorStore):
+            self._memory = store.memory
+        elif isinstance(store, MagneticMemory):
+            self._memory = store
+        else:
+            raise InvalidInputError(
+                f"store must be a MagneticVectorStore or MagneticMemory, got {type(store).__name__}"
+            )
+        for name, value, low in (("similarity_top_k", similarity_top_k, 1), ("expand", expand, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+        self._embed_model = embed_model
+        self._k = similarity_top_k
+        self._predicate = to_predicate(filters)
+        self._expand = expand
+        self._n_probe = n_probe
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        vector = self._query_vector(query_bundle)
+        return self._search(query_bundle.query_str, vector)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        vector = query_bundle.embedding
+        if vector is None and self._embed_model is not None:
+            vector = await self._embed_model.aget_agg_embedding_from_queries(
+                query_bundle.embedding_strs
+            )
+        if vector is None:
+            return await asyncio.to_thread(self._retrieve, query_bundle)
+        return await asyncio.to_thread(self._search, query_bundle.query_str, vector)
+
+    def _query_vector(self, query_bundle: QueryBundle) -> Any:
+        if query_bundle.embedding is not None:
+            return query_bundle.embedding
+        if self._embed_model is not None:
+            return self._embed_model.get_agg_embedding_from_queries(query_bundle.embedding_strs)
+        return embed_query_text(self._memory, query_bundle.query_str)
+
+    def _search(self, query_str: str, vector: Any) -> list[NodeWithScore]:
+        hits = self._memory.search(
+            query=query_str or None,
+            vector=vector,
+            k=self._k,
+            filter=self._predicate,
+            n_probe=self._n_probe,
+        )
+        if not self._expand:
+            return [_scored(h.cell, h.score, h.group_id, h.group_label) for h in hits]
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / np.linalg.norm(q)  # search() above refused zero and non-finite vectors
+        return self._with_expansions(hits, q)
+
+    def _with_expansions(self, hits: list[Hit], q: np.ndarray) -> list[NodeWithScore]:
+        seen = {h.id for h in hits}
+        groups: dict[str, GroupInfo] = {}
+        results = []
+        for hit in hits:
+            results.append(_scored(hit.cell, hit.score, hit.group_id, hit.group_label))
+            if hit.group_id not in groups:
+                groups[hit.group_id] = self._memory.group(hit.group_id)
+            info = groups[hit.group_id]
+            others = [c for c in info.cell_ids if c not in seen]
+            cells = self._memory.get(ids=others, filter=self._predicate, limit=self._expand)
+            if not cells:
+                continue
+            scores = self._memory.get_vectors([c.id for c in cells]) @ q
+            for cell, score in zip(cells, scores):
+                seen.add(cell.id)
+                results.append(_scored(cell, float(score), info.id, info.label, hit.id))
+        return results
+
+
+def _scored(
+    cell: Cell, score: float, group_id: str, label: str, expanded_from: str | None = None
+) -> NodeWithScore:
+    node = cell_to_node(cell)
+    node.metadata[GROUP_ID_KEY] = group_id
+    node.metadata[GROUP_LABEL_KEY] = label
+    if expanded_from is not None:
+        node.metadata[EXPANDED_FROM_KEY] = expanded_from
+    excluded = node.excluded_embed_metadata_keys
+    node.excluded_embed_metadata_keys = [*excluded, *(k for k in _ADDED_KEYS if k not in excluded)]
+    return NodeWithScore(node=node, score=score)

@@ -1,0 +1,338 @@
+"""MagneticVectorStore: a LlamaIndex vector store over a MagneticStorage memory."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import BaseNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryResult,
+)
+
+from magnetic_core.config import MemoryConfig
+from magnetic_core.errors import InvalidInputError
+from magnetic_core.memory import MagneticMemory
+from magnetic_core.types import Cell
+from magnetic_llamaindex.embeddings import PRECOMPUTED_NAME, PrecomputedEmbedder, embed_query_text
+from magnetic_llamaindex.filters import to_predicate
+from magnetic_llamaindex.nodes import REF_DOC_ID, cell_to_node, nodes_to_records
+from magnetic_llamaindex.plan import QueryPlan, id_list, plan_query
+from magnetic_llamaindex.ranking import maximal_marginal_relevance, top_k
+
+__all__ = ["MagneticVectorStore"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PATH = "./magnetic_memory"
+
+
+class MagneticVectorStore(BasePydanticVectorStore):
+    """LlamaIndex vector store on MagneticStorage: hierarchical, local-first, on ChromaDB.
+
+    Nodes are stored as cells of a :class:`~magnetic_core.MagneticMemory`, which places
+    each one in a concept group as it arrives; queries go through the concept layer and are
+    ranked by exact cosine similarity. Node text and content are stored, so a
+    ``VectorStoreIndex`` needs no separate docstore.
+
+    Setup:
+        ``pip install "magnetic-storage[llamaindex]"``
+
+    Args:
+        memory: an existing memory to serve (for instance one the LangChain adapter also
+            uses). When given, ``path``, ``client``, ``namespace``, ``dim``, ``embedder_name``
+            and ``config`` must not be.
+        path: directory of the embedded Chroma store (default ``./magnetic_memory``).
+        client: any chromadb client instead of ``path`` (persistent, HTTP, ephemeral).
+        namespace: the memory inside the store (default ``"default"``).
+        dim: embedding dimension of your LlamaIndex embed model (required without
+            ``memory``).
+        embedder_name: model name stamped on the store; pass ``embed_model.model_name`` so
+            that reopening with another model is refused.
+        config: engine settings.
+
+    Instantiate:
+        .. code-block:: python
+
+            from magnetic_llamaindex import MagneticVectorStore
+            store = MagneticVectorStore(path="./memory", dim=384,
+                                        embedder_name=embed_model.model_name)
+            # or share one memory with LangChain:
+            store = MagneticVectorStore(memory)
+
+    Add and query through an index:
+        .. code-block:: python
+
+            from llama_index.core import StorageContext, VectorStoreIndex
+            index = VectorStoreIndex.from_documents(
+                documents,
+                storage_context=StorageContext.from_defaults(vector_store=store),
+                embed_model=embed_model,
+            )
+            index.as_retriever(similarity_top_k=3).retrieve("what do cells need?")
+
+    Search with a filter:
+        .. code-block:: python
+
+            from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+            filters = MetadataFilters(filters=[MetadataFilter(key="year", value=2020,
+                                                              operator=">=")])
+            index.as_retriever(filters=filters).retrieve("...")
+
+    Delete:
+        .. code-block:: python
+
+            index.delete_ref_doc(document.doc_id)     # every node of one document
+            store.delete_nodes(["node-1"])            # or by ids and/or filters
+
+    Async:
+        Every method has a twin (``async_add``, ``aquery``, ``adelete``, ``aget_nodes``,
+        ``adelete_nodes``, ``aclear``) that runs in a worker thread, so the event loop
+        never waits on Chroma.
+    """
+
+    stores_text: bool = True
+    flat_metadata: bool = False
+    namespace: str = "default"
+
+    _memory: MagneticMemory = PrivateAttr()
+    _owns_memory: bool = PrivateAttr(default=False)
+
+    def __init__(
+        self,
+        memory: MagneticMemory | None = None,
+        *,
+        path: str | None = None,
+        client: Any = None,
+        namespace: str | None = None,
+        dim: int | None = None,
+        embedder_name: str | None = None,
+        config: MemoryConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if memory is not None:
+            _refuse_with_memory(memory, path, client, namespace, dim, embedder_name, config)
+            mem, owns = memory, False
+        else:
+            mem, owns = _open_memory(path, client, namespace, dim, embedder_name, config), True
+        try:
+            super().__init__(namespace=mem.namespace, **kwargs)  # type: ignore[call-arg]
+        except BaseException:
+            if owns:
+                mem.close()
+            raise
+        self._memory = mem
+        self._owns_memory = owns
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "MagneticVectorStore"
+
+    @property
+    def client(self) -> Any:
+        """The chromadb client underneath."""
+        return self._memory.client
+
+    @property
+    def memory(self) -> MagneticMemory:
+        """The MagneticMemory this store reads and writes."""
+        return self._memory
+
+    def close(self) -> None:
+        """Close the memory if this store opened it (a memory passed in stays open)."""
+        if self._owns_memory:
+            self._memory.close()
+
+    def __enter__(self) -> MagneticVectorStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        """Store nodes with their embeddings (upsert by node id); returns the node ids.
+
+        Raises:
+            InvalidInputError: a node without embedding or text, a wrong dimension, or
+                metadata that cannot be stored; nothing is stored then.
+        """
+        _no_extra_kwargs("add", add_kwargs)
+        if not nodes:
+            return []
+        rec = nodes_to_records(nodes)
+        return self._memory.add(rec.texts, rec.metadatas, rec.ids, vectors=rec.vectors)
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node of the source document ``ref_doc_id``."""
+        _no_extra_kwargs("delete", delete_kwargs)
+        if not isinstance(ref_doc_id, str) or not ref_doc_id:
+            raise InvalidInputError(f"ref_doc_id must be a non-empty string, got {ref_doc_id!r}")
+        removed = self._memory.delete(filter={REF_DOC_ID: ref_doc_id})
+        logger.debug("deleted %d nodes of document %r", removed, ref_doc_id)
+
+    def delete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Delete nodes by ids and/or filters (both given: the listed nodes that match).
+
+        Raises:
+            InvalidInputError: neither ids nor filters were given (use :meth:`clear`).
+        """
+        _no_extra_kwargs("delete_nodes", delete_kwargs)
+        predicate = to_predicate(filters)
+        if node_ids is None and predicate is None:
+            raise InvalidInputError(
+                "delete_nodes() needs node_ids or filters", hint="use clear() to delete all"
+            )
+        self._memory.delete(ids=id_list(node_ids), filter=predicate)
+
+    def clear(self) -> None:
+        """Delete every node of this store's namespace."""
+        self._memory.clear()
+
+    # -- reading ---------------------------------------------------------------------
+    def get_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """Nodes by ids (in the order asked, missing ids skipped) and/or filters.
+
+        With neither, every node is returned, oldest first.
+        """
+        cells = self._memory.get(ids=id_list(node_ids), filter=to_predicate(filters))
+        return [cell_to_node(c) for c in cells]
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """The nodes most similar to the query embedding, restricted and filtered.
+
+        Args:
+            query: ``similarity_top_k``, ``query_embedding`` (or ``query_str`` when the
+                memory has an embedding model), ``node_ids``, ``doc_ids``, ``filters``,
+                ``mode`` (DEFAULT or MMR) and ``mmr_threshold`` are honoured.
+            **kwargs: ``where`` (a Chroma-style dict instead of ``query.filters``),
+                ``n_probe``, and for MMR ``mmr_threshold`` and one of ``mmr_prefetch_k`` /
+                ``mmr_prefetch_factor`` (candidates considered; default 4 x top k).
+
+        Returns:
+            Nodes, cosine similarities and ids, best first.
+
+        Raises:
+            InvalidInputError: an unsupported mode, an unsupported filter operator, a
+                filter given two ways, or an unknown keyword argument.
+        """
+        plan = plan_query(
+            query,
+            kwargs,
+            dim=self._memory.dim,
+            embed_query=lambda text: embed_query_text(self._memory, text),
+        )
+        cells, scores = self._candidates(plan, plan.fetch_k if plan.mmr else plan.k)
+        if plan.mmr and cells:
+            vectors = self._memory.get_vectors([c.id for c in cells])
+            order = maximal_marginal_relevance(plan.vector, vectors, plan.k, plan.mmr_threshold)
+            cells, scores = [cells[i] for i in order], [scores[i] for i in order]
+        return VectorStoreQueryResult(
+            nodes=[cell_to_node(c) for c in cells],
+            similarities=scores,
+            ids=[c.id for c in cells],
+        )
+
+    def _candidates(self, plan: QueryPlan, k: int) -> tuple[list[Cell], list[float]]:
+        """The best ``k`` cells for the plan (exact scores over ``node_ids`` if given)."""
+        mem = self._memory
+        if plan.node_ids is None:
+            hits = mem.search(vector=plan.vector, k=k, filter=plan.predicate, n_probe=plan.n_probe)
+            return [h.cell for h in hits], [h.score for h in hits]
+        cells = mem.get(ids=plan.node_ids, filter=plan.predicate)
+        if not cells or k == 0:
+            return [], []
+        scores = mem.get_vectors([c.id for c in cells]) @ plan.vector
+        order = top_k(scores, k)
+        return [cells[i] for i in order], [float(scores[i]) for i in order]
+
+    # -- async twins -----------------------------------------------------------------
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """Async :meth:`add`."""
+        return await asyncio.to_thread(self.add, nodes, **kwargs)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Async :meth:`delete`."""
+        await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
+
+    async def adelete_nodes(
+        self,
+        node_ids: list[str] | None = None,
+        filters: MetadataFilters | None = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Async :meth:`delete_nodes`."""
+        await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        await asyncio.to_thread(self.clear)
+
+    async def aget_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
+        """Async :meth:`get_nodes`."""
+        return await asyncio.to_thread(self.get_nodes, node_ids, filters)
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """Async :meth:`query`."""
+        return await asyncio.to_thread(self.query, query, **kwargs)
+
+
+def _refuse_with_memory(memory: MagneticMemory, *args: Any) -> None:
+    if not isinstance(memory, MagneticMemory):
+        raise InvalidInputError(
+            f"memory must be a MagneticMemory, got {type(memory).__name__}",
+            hint="or build the store from path=/client= and dim=",
+        )
+    names = ("path", "client", "namespace", "dim", "embedder_name", "config")
+    given = [n for n, v in zip(names, args) if v is not None]
+    if given:
+        raise InvalidInputError(
+            f"the store was given a memory and also {', '.join(given)}",
+            hint="pass either memory, or path/client with dim (the memory already has them)",
+        )
+
+
+def _open_memory(
+    path: str | None,
+    client: Any,
+    namespace: str | None,
+    dim: int | None,
+    embedder_name: str | None,
+    config: MemoryConfig | None,
+) -> MagneticMemory:
+    if dim is None:
+        raise InvalidInputError(
+            "dim is required when the store is not built from a memory",
+            hint="pass the embedding size of your embed model, e.g. dim=384",
+        )
+    if path is not None and client is not None:
+        raise InvalidInputError(
+            "the store was given both path and client", hint="pass only one of them"
+        )
+    return MagneticMemory(
+        path=path or DEFAULT_PATH,
+        namespace=namespace or "default",
+        embedder=PrecomputedEmbedder(dim, embedder_name or PRECOMPUTED_NAME),
+        config=config,
+        client=client,
+    )
+
+
+def _no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
+    if kwargs:
+        raise InvalidInputError(f"{method}() got unexpected keyword arguments {sorted(kwargs)}")
