@@ -22,7 +22,7 @@ DEMO_QUERIES = (
     "where is the deploy script for Atlas?",
     "what did Maria Gonzalez ask about schema changes?",
     "when does my flight to Lisbon leave?",
-    "which planet has rings of ice?",
+    "which planet has rings made of ice?",
     "how do I keep aphids off my roses?",
 )
 

@@ -62,11 +62,21 @@ class ForgetMemoryInput(BaseModel):
     )
 
 
+def _explain_invalid_arguments(error: Any) -> str:
+    """Tell the model which argument was wrong and why, so it can retry."""
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()
+    )
+    return f"Invalid arguments ({problems}). Fix them and call the tool again."
+
+
 class _MemoryTool(BaseTool):
-    """Shared plumbing: the store, and engine errors turned into messages for the LLM."""
+    """Shared plumbing: the store, and bad arguments or engine errors turned into a
+    message the model can read and correct, instead of an exception that ends the run."""
 
     store: MagneticVectorStore
     handle_tool_error: bool | str | Any = True
+    handle_validation_error: bool | str | Any = _explain_invalid_arguments
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
 

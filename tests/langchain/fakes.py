@@ -126,7 +126,7 @@ class FakeOllama:
     ``chat_requests``. ``/api/embed`` returns hashing vectors (not semantic).
     """
 
-    def __init__(self, script: list[Any] | None = None, embed_dim: int = 64) -> None:
+    def __init__(self, script: list[Any] | None = None, embed_dim: int = 256) -> None:
         self.script = list(script or [])
         self.chat_requests: list[dict[str, Any]] = []
         self.embed_requests: list[dict[str, Any]] = []
