@@ -18,7 +18,7 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.errors import DimensionError, InvalidInputError
 from magnetic_core.types import Cell
 
 __all__ = ["BOOKKEEPING_KEYS", "NodeRecords", "cell_to_node", "nodes_to_records"]
@@ -46,15 +46,20 @@ class NodeRecords:
     vectors: list[list[float]] = field(default_factory=list)
 
 
-def nodes_to_records(nodes: Sequence[BaseNode]) -> NodeRecords:
+def nodes_to_records(nodes: Sequence[BaseNode], dim: int) -> NodeRecords:
     """Convert nodes to cell columns, or raise naming the first node that cannot be stored.
+
+    Args:
+        nodes: LlamaIndex nodes carrying embeddings.
+        dim: the store's embedding dimension.
 
     Raises:
         InvalidInputError: a node without an embedding or without text.
+        DimensionError: a node whose embedding does not have ``dim`` entries.
 
     Example:
         >>> from llama_index.core.schema import TextNode
-        >>> rec = nodes_to_records([TextNode(id_="n1", text="hi", embedding=[1.0, 0.0])])
+        >>> rec = nodes_to_records([TextNode(id_="n1", text="hi", embedding=[1.0, 0.0])], 2)
         >>> rec.ids, rec.texts, rec.metadatas[0]["ref_doc_id"]
         (['n1'], ['hi'], 'None')
     """
@@ -69,6 +74,12 @@ def nodes_to_records(nodes: Sequence[BaseNode]) -> NodeRecords:
             raise InvalidInputError(
                 f"node {node.node_id!r} has no embedding",
                 hint="embed nodes first (VectorStoreIndex does this with its embed_model)",
+            )
+        if len(node.embedding) != dim:
+            raise DimensionError(
+                f"node {node.node_id!r} has a {len(node.embedding)}-d embedding, but the "
+                f"store holds {dim}-d vectors",
+                hint="embed every node with the model the store was created with",
             )
         text = node.get_content(metadata_mode=MetadataMode.NONE)
         if not text or not text.strip():

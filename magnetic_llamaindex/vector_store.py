@@ -160,13 +160,14 @@ class MagneticVectorStore(BasePydanticVectorStore):
         """Store nodes with their embeddings (upsert by node id); returns the node ids.
 
         Raises:
-            InvalidInputError: a node without embedding or text, a wrong dimension, or
-                metadata that cannot be stored; nothing is stored then.
+            InvalidInputError: a node without embedding or text, an embedding of the wrong
+                dimension (DimensionError), or metadata that cannot be stored; nothing is
+                stored then.
         """
         _no_extra_kwargs("add", add_kwargs)
         if not nodes:
             return []
-        rec = nodes_to_records(nodes)
+        rec = nodes_to_records(nodes, self._memory.dim)
         return self._memory.add(rec.texts, rec.metadatas, rec.ids, vectors=rec.vectors)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
