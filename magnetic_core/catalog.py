@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from magnetic_core.entities import terms
+from magnetic_core.lexical import LexicalIndex
 
 __all__ = ["CellRecord", "Catalog"]
 
@@ -33,6 +33,7 @@ class Catalog:
         self.records: dict[str, CellRecord] = {}
         self.entity_cells: dict[str, set[str]] = defaultdict(set)
         self.term_df: Counter[str] = Counter()
+        self.lexical = LexicalIndex()
         self._labels: dict[str, tuple[int, str, tuple[str, ...]]] = {}
 
     def __len__(self) -> int:
@@ -41,8 +42,9 @@ class Catalog:
     def put(self, cid: str, record: CellRecord) -> None:
         if cid in self.records:
             self.drop(cid)
+        distinct = self.lexical.add(cid, record.text)
         if not record.terms:
-            record.terms = tuple(dict.fromkeys(terms(record.text)))
+            record.terms = distinct
         self.records[cid] = record
         for entity in record.entities:
             self.entity_cells[entity].add(cid)
@@ -52,6 +54,7 @@ class Catalog:
         record = self.records.pop(cid, None)
         if record is None:
             return None
+        self.lexical.remove(cid)
         for entity in record.entities:
             cells = self.entity_cells.get(entity)
             if cells is not None:
@@ -68,6 +71,7 @@ class Catalog:
         self.records.clear()
         self.entity_cells.clear()
         self.term_df.clear()
+        self.lexical.clear()
         self._labels.clear()
 
     def cells_with(self, entities: Iterable[str], max_share: float) -> set[str]:
@@ -107,6 +111,8 @@ class Catalog:
         ranked = sorted(term_counts.items(), key=lambda tc: (-weight(*tc), tc[0]))
         words: list[str] = list(shared_entities)
         for term, _ in ranked:
+            if any(ch.isdigit() for ch in term):
+                continue  # numbers rarely name a concept
             if len(words) >= 3:
                 break
             if not any(term in w for w in words):

@@ -26,8 +26,12 @@ class MemoryConfig:
         max_group_size: a group that grows past this many cells is split in two (2-means).
         n_probe: number of groups, best by centroid similarity, whose cells are scored.
         entity_boost: added to the ranking score of cells that contain an entity of the query.
-        lexical_weight: weight of the BM25-style lexical score fused with the cosine score
-            (0 disables the lexical stage).
+        lexical_weight: weight of the BM25 lexical score fused with the cosine score: each
+            candidate gains ``lexical_weight`` times its BM25 over the query's best BM25, and
+            the best BM25 cells join the candidates (0 disables the lexical stage).
+        sketch_rank: dimension of the low-rank sketches that pre-score large probes before
+            exact re-ranking (0 scores every probed cell exactly).
+        rerank: cells kept from the sketch pre-score and scored exactly.
         merge_threshold: centroid similarity at which sleep mode merges two groups.
         chunk_size: cells assigned per vectorised block at ingest.
 
@@ -44,6 +48,8 @@ class MemoryConfig:
     n_probe: int = 32
     entity_boost: float = 0.1
     lexical_weight: float = 0.0
+    sketch_rank: int = 96
+    rerank: int = 128
     merge_threshold: float = 0.85
     chunk_size: int = 256
 
@@ -58,6 +64,8 @@ class MemoryConfig:
         _check_int("max_group_size", self.max_group_size, 2)
         _check_int("n_probe", self.n_probe, 1)
         _check_int("chunk_size", self.chunk_size, 1)
+        _check_int("sketch_rank", self.sketch_rank, 0)
+        _check_int("rerank", self.rerank, 1)
 
     def with_changes(self, **changes: object) -> MemoryConfig:
         """Return a copy with some fields replaced (validated again)."""

@@ -13,7 +13,10 @@ __all__ = ["extract_entities", "terms"]
 
 _URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_PATH = re.compile(r"(?:~|\.{1,2})?(?:/[\w.-]+){2,}/?|\b[A-Za-z]:\\(?:[\w.-]+\\?)+")
+_PATH = re.compile(
+    r"(?:~|\.{1,2})?(?:/[\w.-]+){2,}/?|\b[A-Za-z]:\\(?:[\w.-]+\\?)+|"
+    r"\b[\w.-]+(?:/[\w.-]+){2,}|\b[\w-]+/[\w-]+\.[A-Za-z]{1,5}\b"
+)
 _FILE = re.compile(
     r"\b[\w-]+(?:\.[\w-]+)*\.(?:py|js|ts|tsx|jsx|json|ya?ml|toml|ini|cfg|conf|md|rst|txt|csv|"
     r"tsv|xml|html?|css|sql|sh|bash|rs|go|java|kt|c|h|cc|cpp|hpp|rb|php|swift|ipynb|pdf|docx?|"
@@ -54,7 +57,7 @@ def extract_entities(text: str) -> list[str]:
 
     Example:
         >>> extract_entities("Ask Ada Lovelace about config.yaml at ada@example.org")
-        ['ada@example.org', 'config.yaml', 'ada lovelace']
+        ['ada@example.org', 'config.yaml', 'ask ada lovelace', 'ada lovelace']
     """
     found: list[str] = []
     seen: set[str] = set()
@@ -75,6 +78,11 @@ def extract_entities(text: str) -> list[str]:
         for m in pattern.finditer(text):
             if not covered(m.start(), m.end()):
                 keep(m.group(0), m.start(), m.end())
+                if pattern is _PATH:
+                    # "where is deploy.sh?" should find ".../bin/deploy.sh" too.
+                    base = re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1]
+                    if "." in base.strip("."):
+                        keep(base, m.start(), m.end())
     for m in _CAPS.finditer(text):
         if covered(m.start(), m.end()):
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ class Group:
     rows: dict[str, int] = field(default_factory=dict)
     total: np.ndarray = field(default_factory=lambda: np.empty(0))
     version: int = 0
+    sketch: tuple[int, int, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         self.vecs = np.empty((8, self.dim), np.float32)
@@ -97,6 +99,9 @@ class HierIndex:
         self._next_gid = 0
         self._next_seq = 0
         self.moved: set[str] = set()
+        self.centroid_epoch = 0
+        # Search-side caches (a magnetic_core.sketch.Sketcher), owned by the search module.
+        self.sketcher: Any = None
 
     # -- structure -------------------------------------------------------------------
     @property
@@ -130,6 +135,7 @@ class HierIndex:
             self._centroids = grown
         self.slot_groups.append(group)
         self.groups[group.gid] = group
+        self.centroid_epoch += 1
         return group
 
     def _drop_group(self, group: Group) -> tuple[int, int] | None:
@@ -144,10 +150,12 @@ class HierIndex:
             self._centroids[slot] = self._centroids[last]
             moved = (last, slot)
         self.slot_groups.pop()
+        self.centroid_epoch += 1
         return moved
 
     def _refresh(self, group: Group) -> None:
         self._centroids[group.slot] = group.centroid()
+        self.centroid_epoch += 1
 
     # -- single-cell operations ------------------------------------------------------
     def place(self, cid: str, vec: np.ndarray, gid: str, seq: int | None = None) -> None:

@@ -27,6 +27,7 @@ from magnetic_core.errors import (
 )
 from magnetic_core.filters import Predicate, compile_filter
 from magnetic_core.index import Group, HierIndex
+from magnetic_core.lexical import LexicalIndex
 from magnetic_core.persistence import ChromaStore, encode_row, open_client
 from magnetic_core.search import SearchPlan, run_search
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
@@ -126,11 +127,12 @@ class MagneticMemory:
         else:
             self._threshold = self.config.provisional_threshold
             self._threshold_source = "provisional"
-        stored = set(self._store.group_ids())
+        # The groups collection is only a cache: rewrite entries that disagree with the cells.
+        stored = self._store.group_sizes()
         self._persisted: dict[str, int] = {
-            gid: g.version for gid, g in self._index.groups.items() if gid in stored
+            gid: g.version for gid, g in self._index.groups.items() if stored.get(gid) == g.n
         }
-        self._persisted.update({gid: -1 for gid in stored - set(self._index.groups)})
+        self._persisted.update({gid: -1 for gid in stored.keys() - self._index.groups.keys()})
         self._sync_groups()
 
     def close(self) -> None:
@@ -420,6 +422,7 @@ class MagneticMemory:
         vector: Any = None,
         n_probe: int | None = None,
         entity_boost: float | None = None,
+        lexical_weight: float | None = None,
     ) -> list[Hit]:
         """Find the ``k`` cells most similar to a query, through the concept layer.
 
@@ -434,6 +437,8 @@ class MagneticMemory:
             vector: a query embedding to use instead of embedding ``query``.
             n_probe: groups to probe (default from the config).
             entity_boost: boost for cells holding a query entity (default from the config).
+            lexical_weight: weight of the BM25 score of the query's words (default from the
+                config; needs ``query`` text, 0 turns the lexical stage off).
 
         Returns:
             Hits, best first.
@@ -456,6 +461,10 @@ class MagneticMemory:
             entities=entities,
             entity_boost=self.config.entity_boost if entity_boost is None else entity_boost,
             predicate=predicate,
+            lexical_terms=LexicalIndex.query_terms(query) if query else (),
+            lexical_weight=self.config.lexical_weight if lexical_weight is None else lexical_weight,
+            sketch_rank=self.config.sketch_rank,
+            rerank=self.config.rerank,
         )
         with self._lock.read():
             found = run_search(self._index, self._catalog, plan)
@@ -470,7 +479,7 @@ class MagneticMemory:
                         stages=c.stages,
                         centroid_similarity=c.centroid_similarity,
                         boost=c.boost,
-                        lexical=0.0,
+                        lexical=c.lexical,
                         fallback_ran=c.fallback_ran,
                         probed_groups=c.probed_groups,
                     )

@@ -178,8 +178,13 @@ class ChromaStore:
                 "delete groups", self.groups.delete, ids=list(gids[start : start + self._batch])
             )
 
-    def group_ids(self) -> list[str]:
-        return list(self._call("list groups", self.groups.get, include=[])["ids"])
+    def group_sizes(self) -> dict[str, int]:
+        """Cached group sizes by id, as stored."""
+        got = self._call("list groups", self.groups.get, include=["metadatas"])
+        return {
+            gid: int((meta or {}).get("size", -1))
+            for gid, meta in zip(got["ids"], got["metadatas"], strict=True)
+        }
 
     def clear(self) -> None:
         """Delete both collections' rows, keeping the stamp."""

@@ -1,15 +1,24 @@
-"""Search through the concept layer: centroids, probed cells, entities, then flat fallback.
+"""Search through the concept layer: centroids, probed cells, entities, words, then fallback.
 
-1. Centroid stage: cosine of the query with every centroid (one product); top ``n_probe``.
-2. Cell stage: exact cosine of the probed groups' cells, one product per group block.
-3. Entity stage: groups holding a query entity are probed too; cells holding one get a boost.
-4. Flat fallback: when fewer than ``k`` candidates pass the filter, every cell is scored.
-The final ranking is exact over the candidates (cosine + boost), so ``k`` results come back
-whenever ``k`` cells match.
+1. Centroid stage: cosine of the query with every centroid; top ``n_probe`` groups. In large
+   stores the centroids are first scored by their low-rank sketch and only the best few times
+   ``n_probe`` are scored exactly.
+2. Cell stage: the probed groups' cells. Small probes are scored exactly, one product per
+   group block; large unfiltered probes are scored by sketch first and the best ``rerank``
+   cells are then scored exactly (see :mod:`magnetic_core.sketch`).
+3. Entity stage: groups holding a rare query entity are probed too; cells holding a query
+   entity get a boost.
+4. Lexical stage: the best BM25 cells for the query's words join the candidates, and every
+   candidate's normalised BM25 score, times ``lexical_weight``, is added to its ranking score.
+5. Flat fallback: when fewer than ``k`` candidates pass the filter, every cell is scored.
+The final ranking is exact over the candidates (cosine + boost + lexical), so ``k`` results
+come back whenever ``k`` cells match. Probing every group with no boost and no lexical weight
+is exact flat search.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +26,7 @@ import numpy as np
 from magnetic_core.catalog import Catalog
 from magnetic_core.filters import Predicate
 from magnetic_core.index import Group, HierIndex
+from magnetic_core.sketch import Sketcher
 
 __all__ = ["Candidate", "SearchPlan", "run_search"]
 
@@ -32,6 +42,12 @@ class SearchPlan:
     entity_boost: float
     predicate: Predicate | None
     max_entity_share: float = 0.05
+    max_route_cells: int = 256
+    lexical_terms: tuple[str, ...] = ()
+    lexical_weight: float = 0.0
+    lexical_candidates: int = 50
+    sketch_rank: int = 0
+    rerank: int = 128
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,24 @@ class Candidate:
     centroid_similarity: float
     fallback_ran: bool
     probed_groups: int
+    lexical: float = 0.0
+
+
+@dataclass
+class _Pool:
+    """Candidates gathered so far: ids and exact cosines, in parallel."""
+
+    ids: list[str]
+    scores: np.ndarray
+
+    def extend(self, index: HierIndex, cids: Iterable[str], q: np.ndarray) -> None:
+        """Add cells not yet in the pool, scored exactly."""
+        have = set(self.ids)
+        new = [c for c in cids if c not in have and c in index.loc]
+        if new:
+            vecs = np.stack([index.vector(c) for c in new])
+            self.ids.extend(new)
+            self.scores = np.concatenate([self.scores, vecs @ q])
 
 
 def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Candidate]:
@@ -55,58 +89,105 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
     if n_groups == 0 or plan.k <= 0:
         return []
     q = plan.vector
-    centroid_sims = index.centroids @ q
-    if plan.n_probe >= n_groups:
-        probe_slots = np.arange(n_groups)
-    else:
-        probe_slots = np.argpartition(-centroid_sims, plan.n_probe - 1)[: plan.n_probe]
-    centroid_slots = set(probe_slots.tolist())
-
+    sketcher = _sketcher(index, plan)
+    probe = _probe(index, q, plan.n_probe, sketcher)
+    centroid_slots = set(probe.tolist())
     boosted = catalog.cells_with(plan.entities, plan.max_entity_share) if plan.entities else set()
-    entity_slots = {index.loc[c].slot for c in boosted if c in index.loc}
+    routed = (
+        catalog.cells_with(plan.entities, plan.max_route_cells / max(len(catalog), 1))
+        if plan.entities
+        else set()
+    )
+    entity_slots = {index.loc[c].slot for c in routed if c in index.loc}
     slots = sorted(centroid_slots | entity_slots)
 
-    ids, scores = _score_groups(index, slots, q)
-    boosts = _boosts(ids, boosted, plan.entity_boost)
-    picked = _top(ids, scores, boosts, plan, catalog)
+    use_sketch = (
+        sketcher is not None
+        and plan.predicate is None
+        and len(slots) < n_groups
+        and sum(index.slot_groups[s].n for s in slots) > 2 * max(plan.rerank, plan.k)
+    )
+    if use_sketch:
+        pool = _sketch_pool(index, sketcher, slots, q, max(plan.rerank, plan.k))  # type: ignore[arg-type]
+        if boosted and plan.entity_boost > 0:
+            probed = set(slots)
+            pool.extend(index, (c for c in boosted if index.loc[c].slot in probed), q)
+    else:
+        pool = _Pool(*_score_groups(index, slots, q))
+    lexical = _lexical_scores(catalog, plan)
+    lexical_ids: set[str] = set()
+    if lexical is not None:
+        top_ids, _ = catalog.lexical.top_of(*lexical, max(plan.lexical_candidates, plan.k))
+        pool.extend(index, top_ids, q)
+        lexical_ids = set(top_ids)
+
+    picked = _rank(pool, boosted, lexical, catalog, plan)
     fallback = len(picked) < plan.k and len(slots) < n_groups
     if fallback:
-        ids, scores = _score_groups(index, range(n_groups), q)
-        boosts = _boosts(ids, boosted, plan.entity_boost)
-        picked = _top(ids, scores, boosts, plan, catalog)
+        pool = _Pool(*_score_groups(index, range(n_groups), q))
+        picked = _rank(pool, boosted, lexical, catalog, plan)
 
     results = []
-    for cid, score, boost in picked:
+    for cid, score, boost, lex in picked:
         group = index.loc[cid]
-        stages = []
-        if group.slot in centroid_slots:
-            stages.append("centroid")
-        if group.slot in entity_slots:
-            stages.append("entity")
-        if not stages:
-            stages.append("fallback")
+        stages = [
+            name
+            for name, hit in (
+                ("centroid", group.slot in centroid_slots),
+                ("entity", group.slot in entity_slots),
+                ("lexical", cid in lexical_ids),
+            )
+            if hit
+        ] or ["fallback"]
         results.append(
             Candidate(
                 id=cid,
                 group=group,
                 score=score,
-                rank_score=score + boost,
+                rank_score=score + boost + lex,
                 boost=boost,
                 stages=tuple(stages),
-                centroid_similarity=float(centroid_sims[group.slot]),
+                centroid_similarity=float(index.centroids[group.slot] @ q),
                 fallback_ran=fallback,
                 probed_groups=n_groups if fallback else len(slots),
+                lexical=lex,
             )
         )
     return results
 
 
-def _score_groups(index: HierIndex, slots: object, q: np.ndarray) -> tuple[list[str], np.ndarray]:
+def _sketcher(index: HierIndex, plan: SearchPlan) -> Sketcher | None:
+    """The index's sketch caches when this store is large enough to use them."""
+    if plan.sketch_rank <= 0:
+        return None
+    if index.sketcher is None or index.sketcher.rank != plan.sketch_rank:
+        index.sketcher = Sketcher(plan.sketch_rank)
+    sketcher: Sketcher = index.sketcher
+    return sketcher if sketcher.ready(index) else None
+
+
+def _probe(index: HierIndex, q: np.ndarray, n_probe: int, sketcher: Sketcher | None) -> np.ndarray:
+    """Slots of the ``n_probe`` groups whose centroids are most similar to the query."""
+    n_groups = len(index.slot_groups)
+    if n_probe >= n_groups:
+        return np.arange(n_groups)
+    centroids = index.centroids
+    shortlist = 4 * n_probe
+    if sketcher is not None and n_groups > 4 * shortlist:
+        approx = sketcher.of_centroids(index) @ sketcher.project(q)
+        slots = np.argpartition(-approx, shortlist - 1)[:shortlist]
+        sims = centroids[slots] @ q
+        return slots[np.argpartition(-sims, n_probe - 1)[:n_probe]]
+    sims = centroids @ q
+    return np.argpartition(-sims, n_probe - 1)[:n_probe]
+
+
+def _score_groups(index: HierIndex, slots: Iterable[int], q: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Exact cosine of every cell of the given group slots (one product per block)."""
     ids: list[str] = []
     parts: list[np.ndarray] = []
     groups = index.slot_groups
-    for slot in slots:  # type: ignore[attr-defined]
+    for slot in slots:
         group = groups[slot]
         ids.extend(group.ids)
         parts.append(group.view @ q)
@@ -115,24 +196,66 @@ def _score_groups(index: HierIndex, slots: object, q: np.ndarray) -> tuple[list[
     return ids, np.concatenate(parts)
 
 
-def _boosts(ids: list[str], boosted: set[str], amount: float) -> np.ndarray | None:
-    if not boosted or amount == 0.0:
+def _sketch_pool(
+    index: HierIndex, sketcher: Sketcher, slots: Sequence[int], q: np.ndarray, keep: int
+) -> _Pool:
+    """Score the slots' cells by sketch, then the best ``keep`` of them exactly."""
+    groups = [index.slot_groups[s] for s in slots]
+    qr = sketcher.project(q)
+    approx = np.concatenate([sketcher.of_group(g) @ qr for g in groups])
+    offsets = np.cumsum([0] + [g.n for g in groups])
+    top = np.argpartition(-approx, keep - 1)[:keep]
+    owner = np.searchsorted(offsets, top, side="right") - 1
+    rows = top - offsets[owner]
+    picked = [(groups[o], r) for o, r in zip(owner.tolist(), rows.tolist(), strict=True)]
+    vecs = np.stack([g.vecs[r] for g, r in picked])
+    return _Pool([g.ids[r] for g, r in picked], vecs @ q)
+
+
+def _lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:
+    """BM25 ``(docs, scores)`` of the query's words, or None when the stage is off or idle."""
+    if plan.lexical_weight <= 0 or not plan.lexical_terms:
         return None
-    hit = np.fromiter((cid in boosted for cid in ids), dtype=bool, count=len(ids))
-    return hit.astype(np.float32) * np.float32(amount)
+    docs, vals = catalog.lexical.scores(plan.lexical_terms)
+    return (docs, vals) if vals.size else None
 
 
-def _top(
-    ids: list[str],
-    scores: np.ndarray,
-    boosts: np.ndarray | None,
-    plan: SearchPlan,
+def _rank(
+    pool: _Pool,
+    boosted: set[str],
+    lexical: tuple[np.ndarray, np.ndarray] | None,
     catalog: Catalog,
-) -> list[tuple[str, float, float]]:
-    """The best ``k`` (id, cosine, boost) by cosine + boost that pass the filter."""
+    plan: SearchPlan,
+) -> list[tuple[str, float, float, float]]:
+    """The best ``k`` (id, cosine, boost, lexical) by their sum that pass the filter."""
+    ids, scores = pool.ids, pool.scores
     if not ids:
         return []
-    rank = scores if boosts is None else scores + boosts
+    boosts = None
+    if boosted and plan.entity_boost != 0.0:
+        hit = np.fromiter((cid in boosted for cid in ids), dtype=bool, count=len(ids))
+        boosts = hit.astype(np.float32) * np.float32(plan.entity_boost)
+    lex = None
+    if lexical is not None:
+        # BM25 normalised by the query's best BM25, so the weight means the same for every
+        # query: the best lexical match gains ``lexical_weight`` on top of its cosine.
+        docs, vals = lexical
+        scale = np.float32(plan.lexical_weight / float(vals.max()))
+        lex = catalog.lexical.lookup(ids, docs, vals) * scale
+    rank = scores
+    if boosts is not None:
+        rank = rank + boosts
+    if lex is not None:
+        rank = rank + lex
+
+    def pick(i: int) -> tuple[str, float, float, float]:
+        return (
+            ids[i],
+            float(scores[i]),
+            0.0 if boosts is None else float(boosts[i]),
+            0.0 if lex is None else float(lex[i]),
+        )
+
     k = plan.k
     if plan.predicate is None:
         if len(ids) > k:
@@ -140,21 +263,14 @@ def _top(
             order = top[np.argsort(-rank[top], kind="stable")]
         else:
             order = np.argsort(-rank, kind="stable")
-        return [_pick(ids, scores, boosts, int(i)) for i in order]
+        return [pick(int(i)) for i in order]
     # With a filter, walk candidates best first and test lazily: only about k/selectivity
     # predicates run.
     picked = []
     records = catalog.records
     for i in np.argsort(-rank, kind="stable"):
-        cid = ids[int(i)]
-        if plan.predicate(records[cid].metadata):
-            picked.append(_pick(ids, scores, boosts, int(i)))
+        if plan.predicate(records[ids[int(i)]].metadata):
+            picked.append(pick(int(i)))
             if len(picked) == k:
                 break
     return picked
-
-
-def _pick(
-    ids: list[str], scores: np.ndarray, boosts: np.ndarray | None, i: int
-) -> tuple[str, float, float]:
-    return ids[i], float(scores[i]), 0.0 if boosts is None else float(boosts[i])

@@ -74,3 +74,12 @@ def test_metadata_round_trips_exactly():
 def test_unstorable_metadata_is_refused(meta, fragment):
     with pytest.raises(MetadataError, match=fragment):
         validate_metadata(meta, 0)
+
+
+def test_paths_also_yield_their_file_name():
+    assert extract_entities("see /opt/atlas/bin/deploy.sh")[:2] == [
+        "/opt/atlas/bin/deploy.sh",
+        "deploy.sh",
+    ]
+    assert "finances/taxes/2025.pdf" in extract_entities("scanned into finances/taxes/2025.pdf.")
+    assert extract_entities("speed in km/h and/or miles") == []

@@ -1,0 +1,184 @@
+"""BM25 over the cells' words: the lexical stage that search fuses with dense scores.
+
+Dense embeddings blur rare words (gene names, codes, numbers) that a user types on purpose;
+BM25 rewards exactly those. Cells get integer document numbers; each term keeps compact
+``array`` postings (document numbers and term frequencies), turned into numpy arrays on the
+first query that needs them and cached until the term's postings change.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+
+from magnetic_core.entities import terms
+
+__all__ = ["LexicalIndex"]
+
+
+class LexicalIndex:
+    """An incremental BM25 index keyed by cell id.
+
+    Args:
+        k1: term-frequency saturation.
+        b: length normalisation.
+
+    Example:
+        >>> lex = LexicalIndex()
+        >>> _ = lex.add("a", "gene BRCA1 mutation"), lex.add("b", "protein folding")
+        >>> lex.top(lex.query_terms("BRCA1"), 5)[0]
+        ['a']
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every cell."""
+        self._docno: dict[str, int] = {}
+        self._cids: list[str | None] = []
+        self._length = array("f")
+        self._doc_terms: dict[int, tuple[str, ...]] = {}
+        self._postings: dict[str, tuple[array, array]] = {}
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._total_length = 0.0
+
+    def __len__(self) -> int:
+        return len(self._docno)
+
+    def add(self, cid: str, text: str) -> tuple[str, ...]:
+        """Index (or re-index) a cell's text; returns its distinct terms in order."""
+        if cid in self._docno:
+            self.remove(cid)
+        counts = Counter(terms(text))
+        doc = len(self._cids)
+        self._docno[cid] = doc
+        self._cids.append(cid)
+        length = float(sum(counts.values()))
+        self._length.append(length)
+        self._total_length += length
+        distinct = tuple(counts)
+        self._doc_terms[doc] = distinct
+        for term, tf in counts.items():
+            post = self._postings.get(term)
+            if post is None:
+                post = self._postings[term] = (array("l"), array("f"))
+            post[0].append(doc)
+            post[1].append(tf)
+            self._cache.pop(term, None)
+        return distinct
+
+    def remove(self, cid: str) -> None:
+        """Drop a cell (missing ids are ignored)."""
+        doc = self._docno.pop(cid, None)
+        if doc is None:
+            return
+        self._cids[doc] = None
+        self._total_length -= self._length[doc]
+        for term in self._doc_terms.pop(doc):
+            docs, tfs = self._postings[term]
+            at = docs.index(doc)
+            del docs[at]
+            del tfs[at]
+            if not docs:
+                del self._postings[term]
+            self._cache.pop(term, None)
+        if len(self._cids) > 1024 and len(self._docno) < len(self._cids) // 2:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Renumber live documents so removed ones stop costing memory and time."""
+        old = {cid: doc for cid, doc in self._docno.items()}
+        renumber = {doc: new for new, doc in enumerate(sorted(old.values()))}
+        self._cids = [None] * len(renumber)
+        length = array("f", [0.0] * len(renumber))
+        for cid, doc in old.items():
+            new = renumber[doc]
+            self._docno[cid] = new
+            self._cids[new] = cid
+            length[new] = self._length[doc]
+        self._length = length
+        self._doc_terms = {renumber[d]: t for d, t in self._doc_terms.items()}
+        for term, (docs, tfs) in self._postings.items():
+            self._postings[term] = (array("l", (renumber[d] for d in docs)), tfs)
+        self._cache.clear()
+
+    @staticmethod
+    def query_terms(text: str) -> tuple[str, ...]:
+        """The distinct content words of a query."""
+        return tuple(dict.fromkeys(terms(text)))
+
+    def scores(self, query: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of every cell sharing a term with the query.
+
+        Returns:
+            ``(docs, scores)``: document numbers (ascending) and their BM25 scores.
+        """
+        n = len(self._docno)
+        if n == 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        avgdl = max(self._total_length / n, 1e-9)
+        lengths = np.frombuffer(self._length, dtype=np.float32)
+        doc_parts, score_parts = [], []
+        for term in dict.fromkeys(query):
+            arrays = self._arrays(term)
+            if arrays is None:
+                continue
+            docs, tfs = arrays
+            df = docs.shape[0]
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            norm = self.k1 * (1.0 - self.b + self.b * lengths[docs] / avgdl)
+            doc_parts.append(docs)
+            score_parts.append(np.float32(idf * (self.k1 + 1.0)) * tfs / (tfs + norm))
+        if not doc_parts:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        docs = np.concatenate(doc_parts)
+        vals = np.concatenate(score_parts)
+        if len(doc_parts) == 1:
+            return docs, vals
+        order = np.argsort(docs, kind="stable")
+        docs, vals = docs[order], vals[order]
+        starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
+        return docs[starts], np.add.reduceat(vals, starts)
+
+    def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        cached = self._cache.get(term)
+        if cached is not None:
+            return cached
+        post = self._postings.get(term)
+        if post is None:
+            return None
+        cached = (np.asarray(post[0], dtype=np.int64), np.asarray(post[1], dtype=np.float32))
+        self._cache[term] = cached
+        return cached
+
+    def top(self, query: Iterable[str], n: int) -> tuple[list[str], np.ndarray]:
+        """The ``n`` best cells by BM25: ``(ids, scores)``, best first."""
+        return self.top_of(*self.scores(query), n)
+
+    def top_of(self, docs: np.ndarray, vals: np.ndarray, n: int) -> tuple[list[str], np.ndarray]:
+        """The ``n`` best of a :meth:`scores` result: ``(ids, scores)``, best first."""
+        if docs.shape[0] > n:
+            keep = np.argpartition(-vals, n - 1)[:n]
+            docs, vals = docs[keep], vals[keep]
+        order = np.argsort(-vals, kind="stable")
+        return [self._cids[int(d)] for d in docs[order]], vals[order]  # type: ignore[misc]
+
+    def lookup(self, cids: Iterable[str], docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        """BM25 of the given cells from a :meth:`scores` result (0 where absent)."""
+        numbers = np.fromiter(
+            (self._docno.get(c, -1) for c in cids), dtype=np.int64
+        )
+        out = np.zeros(numbers.shape[0], np.float32)
+        if docs.shape[0] == 0 or numbers.shape[0] == 0:
+            return out
+        at = np.searchsorted(docs, numbers)
+        at = np.minimum(at, docs.shape[0] - 1)
+        hit = docs[at] == numbers
+        out[hit] = vals[at[hit]]
+        return out
