@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from magnetic_langchain.consolidation import (
+    ConsolidationResult,
+    Contradiction,
+    create_consolidation_chain,
+)
 from magnetic_langchain.documents import (
     EXPANDED_FROM_KEY,
     GROUP_ID_KEY,
@@ -19,6 +24,8 @@ from magnetic_langchain.tools import (
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
 __all__ = [
+    "ConsolidationResult",
+    "Contradiction",
     "EXPANDED_FROM_KEY",
     "ForgetMemoryTool",
     "GROUP_ID_KEY",
@@ -30,5 +37,6 @@ __all__ = [
     "SCORE_KEY",
     "SearchMemoryTool",
     "StoreMemoryTool",
+    "create_consolidation_chain",
     "create_memory_tools",
 ]
