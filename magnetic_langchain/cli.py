@@ -154,6 +154,8 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_sleep(args: argparse.Namespace, out: TextIO) -> int:
+    if args.check:
+        return _sleep_and_check(args, out)
     with _open(args) as mem:
         plan = mem.plan_merges(args.merge_threshold)
         out.write(f"{len(plan)} merges planned at threshold {plan.threshold:.2f}\n")
@@ -162,6 +164,33 @@ def cmd_sleep(args: argparse.Namespace, out: TextIO) -> int:
         if not args.dry_run:
             kept = mem.apply_merges(plan)
             out.write(f"merged into {len(kept)} groups\n")
+    return 0
+
+
+def _sleep_and_check(args: argparse.Namespace, out: TextIO) -> int:
+    """Merge, then have an Ollama chat model look for contradictions in merged groups."""
+    from langchain_ollama import ChatOllama
+
+    from magnetic_langchain.consolidation import create_consolidation_chain
+
+    llm = ChatOllama(model=args.llm_model, base_url=args.ollama_host, temperature=0)
+    with _open(args) as mem:
+        chain = create_consolidation_chain(
+            mem, llm, merge_threshold=args.merge_threshold, check=args.check
+        )
+        result = chain.invoke({})
+        out.write(f"merged {len(result.merges)} group pairs\n")
+        for keep, absorb, sim in result.merges:
+            out.write(f"  {absorb} -> {keep}  (similarity {sim:.3f})\n")
+        out.write(
+            f"checked {len(result.checked_groups)} groups with {args.llm_model}: "
+            f"{len(result.contradictions)} contradictions recorded\n"
+        )
+        for c in result.contradictions:
+            a, b = mem.get([c.cell_a, c.cell_b])
+            out.write(f"  ! {a.text[:70]}\n    vs {b.text[:70]}\n    {c.explanation}\n")
+        for problem in result.rejected:
+            out.write(f"  (unusable answer) {problem}\n")
     return 0
 
 
@@ -210,13 +239,26 @@ def build_parser() -> argparse.ArgumentParser:
     sleep = sub.add_parser("sleep", help="merge groups whose centroids converged")
     sleep.add_argument("--merge-threshold", type=float, default=None)
     sleep.add_argument("--dry-run", action="store_true")
+    sleep.add_argument(
+        "--check",
+        nargs="?",
+        const="merged",
+        choices=["merged", "all"],
+        help="after merging, ask an Ollama chat model for contradictions in the merged "
+        "groups (or in all groups with --check all); both sides are kept and linked",
+    )
+    sleep.add_argument("--llm-model", default="llama3.2", help="Ollama chat model for --check")
+    sleep.add_argument("--ollama-host", default=None, help="Ollama address for --check")
     sleep.set_defaults(func=cmd_sleep)
     return parser
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the CLI; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "check", None) and args.dry_run:
+        parser.error("--check records contradictions after merging; drop --dry-run")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     stream = out or sys.stdout
     try:
