@@ -38,9 +38,10 @@ class MagneticRetriever(BaseRetriever):
     names, identifiers, capitalised phrases...) route the search to the groups that hold
     them and boost the cells that contain them. Every result carries its group's id and
     label in ``node.metadata`` (``magnetic_group_id``, ``magnetic_group_label``; both kept
-    out of the text that gets embedded). With ``expand=n``, each hit is followed by up to
-    ``n`` other cells of its group, those closest to the group's centroid first, tagged
-    ``magnetic_expanded_from=<hit id>`` and scored by their own cosine similarity.
+    out of the text that gets embedded). With ``expand=n``, the hits (best first) are
+    followed by up to ``n`` other cells of each hit's group, in hit order, those closest
+    to the group's centroid first; each is tagged ``magnetic_expanded_from=<hit id>`` and
+    scored by its own cosine similarity. A cell is never returned twice.
 
     Args:
         store: a :class:`MagneticVectorStore` or a :class:`~magnetic_core.MagneticMemory`.
@@ -48,7 +49,7 @@ class MagneticRetriever(BaseRetriever):
             store built from ``dim`` has none and says so).
         similarity_top_k: number of hits (before expansion).
         filters: LlamaIndex metadata filters every result (expansions included) passes.
-        expand: other cells of each hit's group to add after it (0 for none).
+        expand: other cells of each hit's group to add after the hits (0 for none).
         n_probe: groups to probe (default from the memory's config).
         callback_manager: LlamaIndex callbacks.
         verbose: LlamaIndex verbosity.
@@ -128,11 +129,10 @@ class MagneticRetriever(BaseRetriever):
         return self._with_expansions(hits, q)
 
     def _with_expansions(self, hits: list[Hit], q: np.ndarray) -> list[NodeWithScore]:
+        results = [_scored(h.cell, h.score, h.group_id, h.group_label) for h in hits]
         seen = {h.id for h in hits}
         groups: dict[str, GroupInfo] = {}
-        results = []
         for hit in hits:
-            results.append(_scored(hit.cell, hit.score, hit.group_id, hit.group_label))
             if hit.group_id not in groups:
                 groups[hit.group_id] = self._memory.group(hit.group_id)
             info = groups[hit.group_id]
