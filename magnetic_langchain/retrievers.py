@@ -42,11 +42,13 @@ class MagneticRetriever(BaseRetriever):
         ```python
         import tempfile
 
-        from magnetic_core import HashingEmbedder
+        from magnetic_core import HashingEmbedder, MemoryConfig
         from magnetic_langchain import MagneticEmbeddings, MagneticRetriever, MagneticVectorStore
 
         store = MagneticVectorStore(
-            MagneticEmbeddings(HashingEmbedder()), path=tempfile.mkdtemp()
+            MagneticEmbeddings(HashingEmbedder()),
+            path=tempfile.mkdtemp(),
+            config=MemoryConfig(join_threshold=0.25),  # word-overlap vectors: a low bar
         )
         store.add_texts(["the cat sat on the mat", "the cat chased a mouse", "stocks fell"])
         retriever = MagneticRetriever(store=store, k=1, expand=2)
