@@ -347,3 +347,43 @@ def test_embedder_adapter_names_and_probes_once():
     assert LangChainEmbedder(Counting(size=6), dim=6).dim == 6 and len(calls) == 1
     with pytest.raises(TypeError, match="LangChain Embeddings"):
         LangChainEmbedder(HashingEmbedder())  # type: ignore[arg-type]
+
+
+async def test_as_retriever_search_types(table_store: MagneticVectorStore, mode: str):
+    async def ids(retriever: Any, **kwargs: Any) -> list[str | None]:
+        docs = (
+            retriever.invoke("q", **kwargs)
+            if mode == "sync"
+            else await retriever.ainvoke("q", **kwargs)
+        )
+        return [d.id for d in docs]
+
+    similarity = table_store.as_retriever(search_kwargs={"k": 2})
+    assert await ids(similarity) == ["near", "near twin"]
+    assert await ids(similarity, k=1, filter={"name": "aside"}) == ["aside"]
+    mmr = table_store.as_retriever(search_type="mmr", search_kwargs={"k": 2, "fetch_k": 5})
+    assert await ids(mmr) == ["near", "aside"]
+    threshold = table_store.as_retriever(
+        search_type="similarity_score_threshold", search_kwargs={"k": 5, "score_threshold": 0.9}
+    )
+    assert await ids(threshold) == ["near", "near twin", "aside"]
+    grouped = table_store.as_retriever(search_kwargs={"k": 1, "include_group_metadata": True})
+    (doc,) = grouped.invoke("q")
+    assert doc.metadata[GROUP_ID_KEY] == table_store.memory.get(["near"])[0].group_id
+
+
+def test_any_chromadb_client_with_isolated_namespaces(make_store: MakeStore):
+    import chromadb
+
+    client = chromadb.EphemeralClient()
+    try:
+        first = make_store(client=client, path=None, namespace="first-ns")
+        second = make_store(client=client, path=None, namespace="second-ns")
+        first.add_texts(["only in the first namespace"], ids=["x"])
+        assert second.get_by_ids(["x"]) == [] and second.similarity_search("first", k=3) == []
+        assert [d.id for d in first.similarity_search("first namespace", k=3)] == ["x"]
+    finally:
+        first.memory.clear()
+        close = getattr(client, "close", None)
+        if close:
+            close()
