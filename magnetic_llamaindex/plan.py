@@ -34,7 +34,7 @@ class QueryPlan:
         vector: the unit query vector.
         k: how many results to return.
         predicate: the metadata test every result passes (filters, ``where``, ``doc_ids``).
-        node_ids: restrict the search to these nodes (exact scoring), or None.
+        node_ids: restrict the search to these nodes (exact scoring), or None for all.
         mmr: whether to re-rank by maximal marginal relevance.
         mmr_threshold: relevance weight of MMR in ``[0, 1]``.
         fetch_k: candidates fetched before MMR (``k`` without MMR).
@@ -59,6 +59,10 @@ def plan_query(
     embed_query: Callable[[str], np.ndarray],
 ) -> QueryPlan:
     """Validate ``query`` and the keyword arguments of ``query()``.
+
+    An empty ``node_ids`` or ``doc_ids`` list restricts nothing, as in LlamaIndex's Chroma
+    and Qdrant stores: ``VectorStoreIndex.as_retriever`` passes ``node_ids=[]`` to a store
+    that keeps the text itself.
 
     Args:
         query: the LlamaIndex query.
@@ -89,7 +93,7 @@ def plan_query(
         vector=_query_vector(query, dim, embed_query),
         k=k,
         predicate=_predicate(query, kwargs.get("where")),
-        node_ids=id_list(query.node_ids),
+        node_ids=id_list(query.node_ids) or None,
         mmr=mmr,
         mmr_threshold=_mmr_threshold(query, kwargs),
         fetch_k=_fetch_k(k, kwargs) if mmr else k,
@@ -112,11 +116,11 @@ def _predicate(query: VectorStoreQuery, where: Any) -> Predicate | None:
             "the filter was given two ways: query.filters and where=",
             hint="pass only one of them",
         )
-    doc_ids = None if query.doc_ids is None else frozenset(id_list(query.doc_ids) or ())
+    doc_ids = frozenset(id_list(query.doc_ids) or ())
     return all_of(
         to_predicate(query.filters),
         compile_filter(where),
-        None if doc_ids is None else (lambda meta: meta.get(REF_DOC_ID) in doc_ids),
+        (lambda meta: meta.get(REF_DOC_ID) in doc_ids) if doc_ids else None,
     )
 
 

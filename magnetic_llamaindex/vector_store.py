@@ -218,7 +218,9 @@ class MagneticVectorStore(BasePydanticVectorStore):
         Args:
             query: ``similarity_top_k``, ``query_embedding`` (or ``query_str`` when the
                 memory has an embedding model), ``node_ids``, ``doc_ids``, ``filters``,
-                ``mode`` (DEFAULT or MMR) and ``mmr_threshold`` are honoured.
+                ``mode`` (DEFAULT or MMR) and ``mmr_threshold`` are honoured. Empty
+                ``node_ids`` / ``doc_ids`` lists restrict nothing (``VectorStoreIndex``
+                passes ``node_ids=[]`` to stores that keep the text).
             **kwargs: ``where`` (a Chroma-style dict instead of ``query.filters``),
                 ``n_probe``, and for MMR ``mmr_threshold`` and one of ``mmr_prefetch_k`` /
                 ``mmr_prefetch_factor`` (candidates considered; default 4 x top k).

@@ -160,6 +160,13 @@ async def test_node_ids_and_doc_ids_restrict_the_query(store, call, three):
     assert both.ids == ["c"]
 
 
+async def test_empty_restriction_lists_restrict_nothing(store, call, three):
+    # VectorStoreIndex.as_retriever() passes node_ids=[] to a store that keeps the text.
+    await call(store, "add", three)
+    result = await call(store, "query", q(vec(1), k=3, node_ids=[], doc_ids=[]))
+    assert result.ids == ["a", "b", "c"]
+
+
 async def test_metadata_round_trips_exactly(store, call):
     meta = {
         "when": dt.datetime(2024, 5, 1, 12, 30),
