@@ -42,7 +42,7 @@ class PrecomputedEmbedder:
         >>> e = PrecomputedEmbedder(384, "sentence-transformers/all-MiniLM-L6-v2")
         >>> e.name, e.dim
         ('sentence-transformers/all-MiniLM-L6-v2', 384)
-        >>> e.embed_query("hello")
+        >>> e.embed_query("hello")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         magnetic_core.errors.EmbeddingError: ... (hint: ...)

@@ -9,6 +9,7 @@ import datetime as dt
 
 import numpy as np
 import pytest
+from llama_index.core.schema import IndexNode
 from llama_index.core.vector_stores.types import (
     FilterOperator,
     MetadataFilter,
@@ -51,6 +52,13 @@ async def test_add_returns_ids_and_nodes_come_back_whole(store, call, three):
         assert back.metadata == original.metadata
         assert back.ref_doc_id == original.ref_doc_id
         assert back.relationships == original.relationships
+
+
+async def test_index_nodes_come_back_as_index_nodes(store, call):
+    sub = IndexNode(id_="i", text="summary of a sub-index", index_id="sub", embedding=vec(1))
+    await call(store, "add", [sub])
+    (back,) = await call(store, "get_nodes", ["i"])
+    assert isinstance(back, IndexNode) and back.index_id == "sub" and back.text == sub.text
 
 
 async def test_add_nothing_is_a_no_op(store, call):
