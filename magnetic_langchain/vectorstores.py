@@ -8,27 +8,24 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from typing_extensions import Self
 
-from magnetic_core import EmbeddingError, EmptyTextError, Hit, MagneticMemory, MemoryConfig
+from magnetic_core import Hit, MagneticMemory, MemoryConfig
 from magnetic_langchain.arguments import (
     batches,
-    check_mmr,
-    check_search_options,
     delete_filter,
     pop_batch_size,
     prepare_texts,
 )
+from magnetic_langchain.bridge import MemoryBridge
 from magnetic_langchain.documents import (
     cell_to_document,
     cosine_distance,
     hit_to_document,
-    maximal_marginal_relevance,
     relevance_from_distance,
 )
 from magnetic_langchain.embeddings import as_core_embedder, as_langchain_embeddings
@@ -235,6 +232,7 @@ class MagneticVectorStore(VectorStore):
             )
             self._owns_memory = True
         self._embedding = embedding or as_langchain_embeddings(self._memory.embedder)
+        self._bridge = MemoryBridge(self._memory, self._embedding)
         self.include_group_metadata = include_group_metadata
 
     # -- plumbing --------------------------------------------------------------------
@@ -300,7 +298,7 @@ class MagneticVectorStore(VectorStore):
         """Async :meth:`add_texts`: embeds with the model's native async API."""
         out: list[str] = []
         for t, m, i in batches(*prepare_texts(texts, metadatas, ids), pop_batch_size(kwargs)):
-            vectors = await self._aembed_documents(t)
+            vectors = await self._bridge.aembed_documents(t)
             out += await self._memory.aadd(t, m, i, vectors=vectors)
         return out
 
@@ -348,26 +346,26 @@ class MagneticVectorStore(VectorStore):
             **kwargs: ``include_group_metadata``, and the engine's ``n_probe`` and
                 ``entity_boost``.
         """
-        return self._documents(self._search(query, None, k, filter, kwargs), kwargs)
+        return self._documents(self._bridge.search(query, None, k, filter, kwargs), kwargs)
 
     async def asimilarity_search(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[Document]:
         """Async :meth:`similarity_search`."""
-        return self._documents(await self._asearch(query, None, k, filter, kwargs), kwargs)
+        return self._documents(await self._bridge.asearch(query, None, k, filter, kwargs), kwargs)
 
     def similarity_search_with_score(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Documents with their cosine distance to ``query`` (0 identical, 2 opposite)."""
-        hits = self._search(query, None, k, filter, kwargs)
+        hits = self._bridge.search(query, None, k, filter, kwargs)
         return list(zip(self._documents(hits, kwargs), _distances(hits)))
 
     async def asimilarity_search_with_score(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Async :meth:`similarity_search_with_score`."""
-        hits = await self._asearch(query, None, k, filter, kwargs)
+        hits = await self._bridge.asearch(query, None, k, filter, kwargs)
         return list(zip(self._documents(hits, kwargs), _distances(hits)))
 
     def similarity_search_by_vector(
@@ -378,7 +376,7 @@ class MagneticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """The ``k`` documents most similar to a query embedding."""
-        return self._documents(self._search(None, embedding, k, filter, kwargs), kwargs)
+        return self._documents(self._bridge.search(None, embedding, k, filter, kwargs), kwargs)
 
     async def asimilarity_search_by_vector(
         self,
@@ -388,7 +386,7 @@ class MagneticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """Async :meth:`similarity_search_by_vector`."""
-        hits = await self._asearch(None, embedding, k, filter, kwargs)
+        hits = await self._bridge.asearch(None, embedding, k, filter, kwargs)
         return self._documents(hits, kwargs)
 
     def max_marginal_relevance_search(
@@ -410,8 +408,8 @@ class MagneticVectorStore(VectorStore):
             filter: Chroma-style metadata filter.
             **kwargs: as for :meth:`similarity_search`.
         """
-        vector = self._memory.embed_query(query)
-        return self._mmr(query, vector, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = self._bridge.mmr(query, None, k, fetch_k, lambda_mult, filter, kwargs)
+        return self._documents(hits, kwargs)
 
     async def amax_marginal_relevance_search(
         self,
@@ -423,8 +421,8 @@ class MagneticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """Async :meth:`max_marginal_relevance_search`."""
-        vector = await self._aembed_query(query)
-        return await self._ammr(query, vector, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = await self._bridge.ammr(query, None, k, fetch_k, lambda_mult, filter, kwargs)
+        return self._documents(hits, kwargs)
 
     def max_marginal_relevance_search_by_vector(
         self,
@@ -436,7 +434,8 @@ class MagneticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """:meth:`max_marginal_relevance_search` for a query embedding."""
-        return self._mmr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = self._bridge.mmr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+        return self._documents(hits, kwargs)
 
     async def amax_marginal_relevance_search_by_vector(
         self,
@@ -448,7 +447,8 @@ class MagneticVectorStore(VectorStore):
         **kwargs: Any,
     ) -> list[Document]:
         """Async :meth:`max_marginal_relevance_search_by_vector`."""
-        return await self._ammr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = await self._bridge.ammr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+        return self._documents(hits, kwargs)
 
     def search_hits(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
@@ -460,103 +460,13 @@ class MagneticVectorStore(VectorStore):
             >>> hit.id, hit.group_label  # doctest: +SKIP
             ('1', 'cat mat sat')
         """
-        return self._search(query, None, k, filter, kwargs)
+        return self._bridge.search(query, None, k, filter, kwargs)
 
     async def asearch_hits(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[Hit]:
         """Async :meth:`search_hits`."""
-        return await self._asearch(query, None, k, filter, kwargs)
-
-    # -- search internals ------------------------------------------------------------
-    def _search(
-        self,
-        query: str | None,
-        vector: Any,
-        k: int,
-        filter: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[Hit]:
-        check_search_options(options)
-        return self._memory.search(
-            query,
-            k=k,
-            filter=filter,
-            vector=vector,
-            n_probe=options.get("n_probe"),
-            entity_boost=options.get("entity_boost"),
-        )
-
-    async def _asearch(
-        self,
-        query: str | None,
-        vector: Any,
-        k: int,
-        filter: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[Hit]:
-        check_search_options(options)
-        if vector is None and query is not None:
-            vector = await self._aembed_query(query)
-        return await self._memory.asearch(
-            query,
-            k=k,
-            filter=filter,
-            vector=vector,
-            n_probe=options.get("n_probe"),
-            entity_boost=options.get("entity_boost"),
-        )
-
-    def _mmr(
-        self,
-        query: str | None,
-        vector: Any,
-        k: int,
-        fetch_k: int,
-        lambda_mult: float,
-        filter: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[Document]:
-        check_mmr(k, lambda_mult)
-        hits = self._search(query, vector, max(k, fetch_k), filter, options)
-        return self._documents(self._pick_mmr(hits, vector, k, lambda_mult), options)
-
-    async def _ammr(
-        self,
-        query: str | None,
-        vector: Any,
-        k: int,
-        fetch_k: int,
-        lambda_mult: float,
-        filter: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[Document]:
-        check_mmr(k, lambda_mult)
-        hits = await self._asearch(query, vector, max(k, fetch_k), filter, options)
-        picked = await run_in_executor(None, self._pick_mmr, hits, vector, k, lambda_mult)
-        return self._documents(picked, options)
-
-    def _pick_mmr(self, hits: list[Hit], vector: Any, k: int, lambda_mult: float) -> list[Hit]:
-        if not hits:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        query = query / np.linalg.norm(query)
-        candidates = self._memory.get_vectors([h.id for h in hits])
-        return [hits[i] for i in maximal_marginal_relevance(query, candidates, k, lambda_mult)]
-
-    async def _aembed_query(self, query: str) -> list[float]:
-        if not isinstance(query, str) or not query.strip():
-            raise EmptyTextError("the query is empty", hint="pass a non-empty query")
-        try:
-            return await self._embedding.aembed_query(query)
-        except Exception as e:
-            raise EmbeddingError(f"embedding the query failed: {e}") from e
-
-    async def _aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        try:
-            return await self._embedding.aembed_documents(texts)
-        except Exception as e:
-            raise EmbeddingError(f"embedding {len(texts)} texts failed: {e}") from e
+        return await self._bridge.asearch(query, None, k, filter, kwargs)
 
     # -- construction ----------------------------------------------------------------
     @classmethod
