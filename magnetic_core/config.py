@@ -47,7 +47,7 @@ class MemoryConfig:
     max_group_size: int = 256
     n_probe: int = 32
     entity_boost: float = 0.1
-    lexical_weight: float = 0.0
+    lexical_weight: float = 0.3
     sketch_rank: int = 96
     rerank: int = 128
     merge_threshold: float = 0.85

@@ -123,7 +123,7 @@ class LexicalIndex:
         if n == 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         avgdl = max(self._total_length / n, 1e-9)
-        lengths = np.frombuffer(self._length, dtype=np.float32)
+        lengths = np.frombuffer(self._length, dtype=np.float32)  # released on return
         doc_parts, score_parts = [], []
         for term in dict.fromkeys(query):
             arrays = self._arrays(term)
@@ -153,7 +153,8 @@ class LexicalIndex:
         post = self._postings.get(term)
         if post is None:
             return None
-        cached = (np.asarray(post[0], dtype=np.int64), np.asarray(post[1], dtype=np.float32))
+        # Copies, not views: a live view would forbid resizing the postings arrays.
+        cached = (np.array(post[0], dtype=np.int64), np.array(post[1], dtype=np.float32))
         self._cache[term] = cached
         return cached
 
@@ -171,9 +172,7 @@ class LexicalIndex:
 
     def lookup(self, cids: Iterable[str], docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """BM25 of the given cells from a :meth:`scores` result (0 where absent)."""
-        numbers = np.fromiter(
-            (self._docno.get(c, -1) for c in cids), dtype=np.int64
-        )
+        numbers = np.fromiter((self._docno.get(c, -1) for c in cids), dtype=np.int64)
         out = np.zeros(numbers.shape[0], np.float32)
         if docs.shape[0] == 0 or numbers.shape[0] == 0:
             return out

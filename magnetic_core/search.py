@@ -182,7 +182,9 @@ def _probe(index: HierIndex, q: np.ndarray, n_probe: int, sketcher: Sketcher | N
     return np.argpartition(-sims, n_probe - 1)[:n_probe]
 
 
-def _score_groups(index: HierIndex, slots: Iterable[int], q: np.ndarray) -> tuple[list[str], np.ndarray]:
+def _score_groups(
+    index: HierIndex, slots: Iterable[int], q: np.ndarray
+) -> tuple[list[str], np.ndarray]:
     """Exact cosine of every cell of the given group slots (one product per block)."""
     ids: list[str] = []
     parts: list[np.ndarray] = []

@@ -1,0 +1,1 @@
+"""Runnable benchmarks for MagneticStorage; results land in ``benchmarks/results/``."""

@@ -1,0 +1,482 @@
+"""Latency and recall against N: MagneticMemory vs numpy flat, Chroma, faiss IVF-Flat, hnswlib.
+
+Usage: ``python -m benchmarks.latency_recall [--sizes 10000,25000,100000] [--synthetic 1000000]``
+
+Real N use cached all-MiniLM-L6-v2 vectors of the Reuters passages (run
+``python -m benchmarks.embed_cache`` first); held-out passages are the queries. The largest N is
+synthetic clustered vectors of the same dimension. Every system is measured in the same run,
+single queries, k=10, and recall@10 is tie-aware against exact search (Reuters has duplicates).
+At the synthetic size, Chroma and hnswlib are left out (building either takes longer than the
+rest of the run) and MagneticMemory runs in memory (its Chroma writes turned off).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import common
+from magnetic_core import MagneticMemory, MemoryConfig
+from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
+from magnetic_core.index import HierIndex
+
+K = 10
+TARGET_RECALL = 0.98
+EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def time_queries(
+    search: Callable[[int], Sequence[float]], n: int, warmup: int = 20
+) -> tuple[dict[str, float], list[Sequence[float]]]:
+    """Run ``search(i)`` for each query alone; returns latency percentiles and found scores."""
+    for i in range(min(warmup, n)):
+        search(i)
+    lat, found = [], []
+    for i in range(n):
+        t0 = time.perf_counter()
+        scores = search(i)
+        lat.append(time.perf_counter() - t0)
+        found.append(scores)
+    return common.percentiles_ms(lat), found
+
+
+def flat_search(base: np.ndarray, q: np.ndarray, k: int = K) -> np.ndarray:
+    """What a user writes with numpy: one product, argpartition, sort the top k."""
+    sims = base @ q
+    top = np.argpartition(-sims, k - 1)[:k]
+    return sims[top[np.argsort(-sims[top])]]
+
+
+def rescored(base: np.ndarray, q: np.ndarray, idx: Sequence[int]) -> list[float]:
+    """Exact cosine of returned rows (for tie-aware recall of approximate systems)."""
+    rows = np.asarray([i for i in idx if i >= 0], dtype=np.int64)
+    return sorted((base[rows] @ q).tolist(), reverse=True)
+
+
+def system_row(name: str, lat: dict[str, float], found: Sequence, truth: np.ndarray, **extra: Any):
+    """One result row: latency percentiles, tie-aware recall@10 and extras."""
+    return {
+        "system": name,
+        **lat,
+        "recall_at_10": round(recall_at_k_tie_aware(found, truth[: len(found)], K), 4),
+        **extra,
+    }
+
+
+# -- MagneticMemory ------------------------------------------------------------------------
+def assignment_rate(base: np.ndarray, threshold: float, cap: int) -> float:
+    """Cells/s of the engine's in-memory online assignment alone (one pass, same threshold)."""
+    index = HierIndex(base.shape[1], cap)
+    ids = [str(i) for i in range(base.shape[0])]
+    t0 = time.perf_counter()
+    index.assign(ids, np.ascontiguousarray(base), threshold, MemoryConfig().chunk_size)
+    return base.shape[0] / (time.perf_counter() - t0)
+
+
+def build_magnetic(
+    base: np.ndarray, texts: Sequence[str], path: Path | None, batch: int
+) -> tuple[MagneticMemory, float]:
+    """Fill a MagneticMemory through ``add``; persisted at ``path``, in memory when None."""
+    embedder = common.VectorsOnly(EMBEDDER_NAME, base.shape[1])
+    if path is None:
+        memory = common.unpersisted(common.in_memory(embedder))
+    else:
+        memory = MagneticMemory(path=str(path), embedder=embedder)
+    ids = [f"c{i}" for i in range(base.shape[0])]
+    seconds = common.add_in_batches(memory, texts, base, batch, ids)
+    return memory, seconds
+
+
+def bench_magnetic(
+    base: np.ndarray,
+    texts: Sequence[str],
+    queries: np.ndarray,
+    qtexts: Sequence[str],
+    truth: np.ndarray,
+    workdir: Path | None,
+    batch: int,
+) -> list[dict[str, Any]]:
+    """Persisted (or in-memory) ingest, cold open, and search latency/recall."""
+    memory, seconds = build_magnetic(base, texts, workdir, batch)
+    stats = memory.stats()
+    extra = {
+        "ingest_cells_per_s": round(base.shape[0] / seconds, 1),
+        "ingest_persisted": workdir is not None,
+        "groups": stats.groups,
+        "mean_group_size": round(stats.mean_group_size, 1),
+        "join_threshold": round(stats.join_threshold, 4),
+        "assignment_cells_per_s": round(
+            assignment_rate(base, stats.join_threshold, memory.config.max_group_size), 1
+        ),
+    }
+
+    def by_vector(i: int) -> list[float]:
+        return [h.score for h in memory.search(vector=queries[i], k=K)]
+
+    def by_text(i: int) -> list[float]:
+        return [h.score for h in memory.search(qtexts[i], vector=queries[i], k=K)]
+
+    lat, found = time_queries(by_vector, queries.shape[0])
+    rows = [system_row("magnetic", lat, found, truth, **extra)]
+    lat, found = time_queries(by_text, queries.shape[0])
+    rows.append(system_row("magnetic+text", lat, found, truth))
+    memory.close()
+    if workdir is not None:
+        rows[0].update(cold_open("magnetic", workdir, queries[0]))
+    return rows
+
+
+# -- Chroma --------------------------------------------------------------------------------
+def bench_chroma(
+    base: np.ndarray,
+    texts: Sequence[str],
+    queries: np.ndarray,
+    truth: np.ndarray,
+    workdir: Path,
+    batch: int,
+) -> dict[str, Any]:
+    """Chroma PersistentClient with its default HNSW (cosine space): add rate, query, open."""
+    import chromadb
+
+    client = chromadb.PersistentClient(path=str(workdir))
+    col = client.create_collection(
+        "bench", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
+    batch = min(batch, client.get_max_batch_size())
+    t0 = time.perf_counter()
+    for s in range(0, base.shape[0], batch):
+        col.add(
+            ids=[str(i) for i in range(s, min(s + batch, base.shape[0]))],
+            embeddings=np.ascontiguousarray(base[s : s + batch]),
+            documents=list(texts[s : s + batch]),
+        )
+    add_rate = base.shape[0] / (time.perf_counter() - t0)
+
+    def search(i: int) -> list[float]:
+        got = col.query(query_embeddings=[queries[i]], n_results=K)
+        return rescored(base, queries[i], [int(x) for x in got["ids"][0]])
+
+    lat, found = time_queries(search, queries.shape[0])
+    row = system_row("chroma", lat, found, truth, ingest_cells_per_s=round(add_rate, 1))
+    client.close() if hasattr(client, "close") else None
+    row.update(cold_open("chroma", workdir, queries[0]))
+    return row
+
+
+_OPEN_SCRIPT = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+import numpy as np
+q = np.asarray({q!r}, dtype=np.float32)
+t0 = time.perf_counter()
+if {kind!r} == "magnetic":
+    from benchmarks.common import VectorsOnly
+    from magnetic_core import MagneticMemory
+    m = MagneticMemory(path={path!r}, embedder=VectorsOnly({name!r}, q.shape[0]))
+    m.search(vector=q, k=10)
+else:
+    import chromadb
+    c = chromadb.PersistentClient(path={path!r}).get_collection("bench")
+    c.query(query_embeddings=[q], n_results=10)
+seconds = time.perf_counter() - t0
+import psutil
+print(json.dumps({{"open_s": seconds, "rss_mb": psutil.Process().memory_info().rss / 2**20}}))
+"""
+
+
+def cold_open(kind: str, path: Path, q: np.ndarray) -> dict[str, float]:
+    """Open the persisted store in a fresh process and run one query: time and resident MB."""
+    script = _OPEN_SCRIPT.format(
+        root=str(common.ROOT), q=q.tolist(), kind=kind, path=str(path), name=EMBEDDER_NAME
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    got = json.loads(out.strip().splitlines()[-1])
+    return {"cold_open_s": round(got["open_s"], 3), "open_rss_mb": round(got["rss_mb"], 1)}
+
+
+# -- faiss and hnswlib ---------------------------------------------------------------------
+def tune(
+    name: str, knob: str, values: Sequence[int], batch_recall: Callable[[int], float]
+) -> tuple[int, float, list[dict[str, float]]]:
+    """Smallest knob value reaching the target recall (else the largest tried)."""
+    sweep = []
+    for v in values:
+        r = batch_recall(v)
+        sweep.append({knob: v, "recall_at_10": round(r, 4)})
+        if r >= TARGET_RECALL:
+            return v, r, sweep
+    return values[-1], sweep[-1]["recall_at_10"], sweep
+
+
+def bench_faiss(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> dict[str, Any] | None:
+    """faiss IVF-Flat (inner product), nlist = 4 sqrt(N), nprobe tuned to recall 0.98."""
+    try:
+        import faiss
+    except ImportError:
+        return None
+    n, d = base.shape
+    nlist = max(1, int(4 * math.sqrt(n)))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+    data = np.ascontiguousarray(base, dtype=np.float32)
+    sample = data[np.random.default_rng(0).permutation(n)[: min(n, 100 * nlist)]]
+    t0 = time.perf_counter()
+    index.train(sample)
+    index.add(data)
+    build = time.perf_counter() - t0
+
+    def batch_recall(nprobe: int) -> float:
+        index.nprobe = nprobe
+        _, idx = index.search(queries, K)
+        found = [rescored(base, queries[i], idx[i]) for i in range(len(idx))]
+        return recall_at_k_tie_aware(found, truth, K)
+
+    probes = [p for p in (1, 2, 4, 8, 16, 32, 64, 128, 256) if p <= nlist]
+    nprobe, _, sweep = tune("faiss", "nprobe", probes, batch_recall)
+    index.nprobe = nprobe
+
+    def search(i: int) -> list[float]:
+        _, idx = index.search(queries[i : i + 1], K)
+        return rescored(base, queries[i], idx[0])
+
+    lat, found = time_queries(search, queries.shape[0])
+    return system_row(
+        "faiss-ivf-flat",
+        lat,
+        found,
+        truth,
+        nlist=nlist,
+        nprobe=nprobe,
+        build_s=round(build, 2),
+        sweep=sweep,
+    )
+
+
+def bench_hnswlib(
+    base: np.ndarray, queries: np.ndarray, truth: np.ndarray
+) -> dict[str, Any] | None:
+    """hnswlib (inner product, M=16, ef_construction=200), ef tuned to recall 0.98."""
+    try:
+        import hnswlib
+    except ImportError:
+        return None
+    n, d = base.shape
+    index = hnswlib.Index(space="ip", dim=d)
+    index.init_index(max_elements=n, ef_construction=200, M=16, random_seed=0)
+    t0 = time.perf_counter()
+    index.add_items(np.ascontiguousarray(base), np.arange(n))
+    build = time.perf_counter() - t0
+
+    def batch_recall(ef: int) -> float:
+        index.set_ef(max(ef, K))
+        idx, _ = index.knn_query(queries, k=K)
+        found = [rescored(base, queries[i], idx[i]) for i in range(len(idx))]
+        return recall_at_k_tie_aware(found, truth, K)
+
+    ef, _, sweep = tune("hnswlib", "ef", [16, 32, 64, 128, 256, 512], batch_recall)
+    index.set_ef(max(ef, K))
+    index.set_num_threads(1)
+
+    def search(i: int) -> list[float]:
+        idx, _ = index.knn_query(queries[i], k=K)
+        return rescored(base, queries[i], idx[0])
+
+    lat, found = time_queries(search, queries.shape[0])
+    return system_row("hnswlib", lat, found, truth, ef=ef, build_s=round(build, 2), sweep=sweep)
+
+
+# -- one N ---------------------------------------------------------------------------------
+def bench_size(
+    base: np.ndarray,
+    texts: Sequence[str],
+    queries: np.ndarray,
+    qtexts: Sequence[str],
+    *,
+    persisted: bool,
+    full: bool,
+    flat_queries: int,
+    batch: int,
+) -> dict[str, Any]:
+    """Every system at one N, in this process, on the same vectors and queries."""
+    n = base.shape[0]
+    print(f"N={n}: exact truth", flush=True)
+    _, truth = exact_knn(base, queries, K)
+    lat, found = time_queries(lambda i: flat_search(base, queries[i]), flat_queries)
+    rows = [system_row("numpy-flat", lat, found, truth)]
+    with tempfile.TemporaryDirectory(prefix="magbench-") as tmp:
+        work = Path(tmp)
+        print(f"N={n}: magnetic", flush=True)
+        rows += bench_magnetic(
+            base, texts, queries, qtexts, truth, work / "mag" if persisted else None, batch
+        )
+        if full:
+            print(f"N={n}: chroma", flush=True)
+            rows.append(bench_chroma(base, texts, queries, truth, work / "chroma", batch))
+    print(f"N={n}: faiss", flush=True)
+    rows.append(bench_faiss(base, queries, truth))
+    if full:
+        print(f"N={n}: hnswlib", flush=True)
+        rows.append(bench_hnswlib(base, queries, truth))
+    rows = [r for r in rows if r is not None]
+    by = {r["system"]: r for r in rows}
+    mag = by["magnetic"]["p50_ms"]
+    ratios = {f"{s}_p50_over_magnetic": round(r["p50_ms"] / mag, 2) for s, r in by.items()}
+    if "chroma" in by:
+        ratios["magnetic_ingest_over_chroma"] = round(
+            by["magnetic"]["ingest_cells_per_s"] / by["chroma"]["ingest_cells_per_s"], 3
+        )
+    for r in rows:
+        print(f"  {r['system']:>16}: p50 {r['p50_ms']:.3f} ms  recall {r['recall_at_10']:.4f}")
+    return {"n": n, "persisted": persisted, "systems": rows, "ratios": ratios}
+
+
+# -- data ----------------------------------------------------------------------------------
+def reuters(n_max: int, n_queries: int, smoke: bool) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Seeded shuffle of the passages: queries held out first, then nested bases."""
+    texts = common.reuters_texts(n_max + n_queries if smoke else None)
+    vecs = common.load_vectors("reuters_passages", texts if smoke else None)
+    perm = np.random.default_rng(42).permutation(len(texts))
+    return np.asarray(vecs[perm], np.float32), [texts[i] for i in perm], perm
+
+
+def synthetic(n: int, n_queries: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Clustered unit vectors (about 200 per cluster, broad spread), queries drawn alike."""
+    n_clusters = max(2, n // 200)
+    vecs, _ = clustered_data(n + n_queries, dim, n_clusters, spread=1.0, seed=7)
+    return vecs[n_queries:], vecs[:n_queries]
+
+
+# -- output --------------------------------------------------------------------------------
+def write(out: Path, results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """JSON, markdown table and the latency-vs-N plot."""
+    headers = [
+        "N",
+        "data",
+        "system",
+        "p50 ms",
+        "p95 ms",
+        "recall@10",
+        "ingest cells/s",
+        "cold open s",
+        "open RSS MB",
+        "setting",
+    ]
+    rows = []
+    for res in results:
+        for r in res["systems"]:
+            setting = next((f"{k}={r[k]}" for k in ("nprobe", "ef", "groups") if k in r), "")
+            rows.append(
+                [
+                    res["n"],
+                    res["data"],
+                    r["system"],
+                    r["p50_ms"],
+                    r["p95_ms"],
+                    r["recall_at_10"],
+                    r.get("ingest_cells_per_s"),
+                    r.get("cold_open_s"),
+                    r.get("open_rss_mb"),
+                    setting,
+                ]
+            )
+    table = common.markdown_table(headers, rows)
+    ratio_rows = [[res["n"], json.dumps(res["ratios"])] for res in results]
+    table += "\nRatios (same run):\n\n" + common.markdown_table(["N", "ratios"], ratio_rows)
+    common.write_results(
+        out,
+        "latency_recall",
+        {"args": vars(args), "results": results},
+        table,
+        "Latency and recall against N",
+    )
+    plot(out / "latency_vs_n.png", results)
+
+
+def plot(path: Path, results: list[dict[str, Any]]) -> None:
+    """Search p50 against N, one line per system (log-log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    systems = dict.fromkeys(r["system"] for res in results for r in res["systems"])
+    for name in systems:
+        pts = [
+            (res["n"], r["p50_ms"])
+            for res in results
+            for r in res["systems"]
+            if r["system"] == name
+        ]
+        ax.plot(*zip(*pts, strict=True), marker="o", label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("cells (N); largest N is synthetic clustered vectors")
+    ax.set_ylabel("search p50 latency (ms), k=10, single query")
+    ax.set_title("Latency against N (MiniLM Reuters vectors)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run every N and write the results."""
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", default="10000,25000,100000")
+    ap.add_argument("--synthetic", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--smoke", action="store_true", help="a few hundred items, hashing vectors")
+    ap.add_argument("--out", type=Path, default=common.RESULTS)
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.synthetic, args.queries, args.batch = "200,300", 600, 20, 100
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    vecs, texts, _ = reuters(max(sizes), args.queries, args.smoke)
+    queries, qtexts = vecs[: args.queries], texts[: args.queries]
+    results = []
+    for n in sizes:
+        base = vecs[args.queries : args.queries + n]
+        res = bench_size(
+            base,
+            texts[args.queries : args.queries + n],
+            queries,
+            qtexts,
+            persisted=True,
+            full=True,
+            flat_queries=args.queries,
+            batch=args.batch,
+        )
+        results.append({"data": "reuters-minilm", **res})
+    if args.synthetic:
+        base, squeries = synthetic(args.synthetic, args.queries, vecs.shape[1])
+        stexts = [f"synthetic cell {i}" for i in range(base.shape[0])]
+        res = bench_size(
+            base,
+            stexts,
+            squeries,
+            ["synthetic query"] * args.queries,
+            persisted=False,
+            full=False,
+            flat_queries=min(args.queries, 100),
+            batch=10_000,
+        )
+        results.append({"data": "synthetic-clustered", **res})
+    write(args.out, results, args)
+
+
+if __name__ == "__main__":
+    main()
