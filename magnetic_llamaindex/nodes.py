@@ -18,7 +18,8 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
-from magnetic_core.errors import DimensionError, InvalidInputError
+from magnetic_core.codec import validate_metadata
+from magnetic_core.errors import DimensionError, InvalidInputError, MetadataError
 from magnetic_core.types import Cell
 
 __all__ = ["BOOKKEEPING_KEYS", "NodeRecords", "cell_to_node", "nodes_to_records"]
@@ -55,6 +56,7 @@ def nodes_to_records(nodes: Sequence[BaseNode], dim: int) -> NodeRecords:
 
     Raises:
         InvalidInputError: a node without an embedding or without text.
+        MetadataError: node metadata that cannot be stored exactly (a set, NaN, ...).
         DimensionError: a node whose embedding does not have ``dim`` entries.
 
     Example:
@@ -89,12 +91,12 @@ def nodes_to_records(nodes: Sequence[BaseNode], dim: int) -> NodeRecords:
             )
         records.ids.append(node.node_id)
         records.texts.append(text)
-        records.metadatas.append(_cell_metadata(node))
+        records.metadatas.append(_cell_metadata(node, len(records.metadatas)))
         records.vectors.append(list(node.embedding))
     return records
 
 
-def _cell_metadata(node: BaseNode) -> dict[str, Any]:
+def _cell_metadata(node: BaseNode, position: int) -> dict[str, Any]:
     # LlamaIndex's helper gives the bookkeeping keys; the node's own metadata is then laid
     # over them as given (the helper's JSON dump would turn datetimes into strings).
     flat = node_to_metadata_dict(node, remove_text=True, flat_metadata=False)
@@ -102,7 +104,10 @@ def _cell_metadata(node: BaseNode) -> dict[str, Any]:
     for key, value in node.metadata.items():
         if key not in BOOKKEEPING_KEYS:
             meta[key] = value
-    return meta
+    try:
+        return validate_metadata(meta, position)
+    except MetadataError as e:
+        raise MetadataError(f"node {node.node_id!r}: {e.message}", hint=e.hint) from e
 
 
 def cell_to_node(cell: Cell) -> BaseNode:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -85,6 +86,15 @@ class MagneticVectorStore(BasePydanticVectorStore):
                                                               operator=">=")])
             index.as_retriever(filters=filters).retrieve("...")
 
+    Query the store directly:
+        .. code-block:: python
+
+            from llama_index.core.vector_stores import VectorStoreQuery
+            result = store.query(VectorStoreQuery(
+                query_embedding=embed_model.get_query_embedding("what do cells need?"),
+                similarity_top_k=3, mode="mmr", mmr_threshold=0.5))
+            result.ids, result.similarities       # best first; cosine similarities
+
     Delete:
         .. code-block:: python
 
@@ -108,7 +118,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
         self,
         memory: MagneticMemory | None = None,
         *,
-        path: str | None = None,
+        path: str | os.PathLike[str] | None = None,
         client: Any = None,
         namespace: str | None = None,
         dim: int | None = None,
@@ -311,7 +321,7 @@ def _refuse_with_memory(memory: MagneticMemory, *args: Any) -> None:
 
 
 def _open_memory(
-    path: str | None,
+    path: str | os.PathLike[str] | None,
     client: Any,
     namespace: str | None,
     dim: int | None,
@@ -328,7 +338,7 @@ def _open_memory(
             "the store was given both path and client", hint="pass only one of them"
         )
     return MagneticMemory(
-        path=path or DEFAULT_PATH,
+        path=os.fspath(path) if path is not None else DEFAULT_PATH,
         namespace=namespace or "default",
         embedder=PrecomputedEmbedder(dim, embedder_name or PRECOMPUTED_NAME),
         config=config,

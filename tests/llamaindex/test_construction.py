@@ -58,7 +58,7 @@ def test_closing_a_store_built_on_a_memory_leaves_the_memory_open(memory, make_s
 
 
 def test_a_store_built_from_params_owns_and_closes_its_memory(tmp_path):
-    with MagneticVectorStore(path=str(tmp_path / "own"), dim=DIM) as store:
+    with MagneticVectorStore(path=tmp_path / "own", dim=DIM) as store:
         store.add([node("a", "alpha", vec(1))])
         memory = store.memory
     with pytest.raises(ClosedError):

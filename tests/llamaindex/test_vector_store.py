@@ -287,8 +287,10 @@ async def test_bad_nodes_are_refused_and_nothing_is_stored(store, call, three):
         await call(store, "add", [*three, node("y", "  ", vec(1))])
     with pytest.raises(DimensionError, match="node .z. has a 3-d embedding.*8-d"):
         await call(store, "add", [*three, node("z", "short", [1.0, 0.0, 0.0])])
-    with pytest.raises(InvalidInputError, match="reserved prefix"):
-        await call(store, "add", [node("w", "meta", vec(1), {"_mag_x": 1})])
+    with pytest.raises(InvalidInputError, match="node 'w': .*reserved prefix"):
+        await call(store, "add", [*three, node("w", "meta", vec(1), {"_mag_x": 1})])
+    with pytest.raises(InvalidInputError, match="node 'v': .*nan"):
+        await call(store, "add", [*three, node("v", "meta", vec(1), {"score": float("nan")})])
     with pytest.raises(InvalidInputError, match="expected LlamaIndex nodes"):
         await call(store, "add", ["just a string"])
     assert store.memory.count() == 0
