@@ -231,7 +231,9 @@ class MagneticVectorStore(VectorStore):
                 client=client,
             )
             self._owns_memory = True
-        self._embedding = embedding or as_langchain_embeddings(self._memory.embedder)
+        self._embedding = (
+            embedding if embedding is not None else as_langchain_embeddings(self._memory.embedder)
+        )
         self._bridge = MemoryBridge(self._memory, self._embedding)
         self.include_group_metadata = include_group_metadata
 
@@ -279,7 +281,8 @@ class MagneticVectorStore(VectorStore):
             texts: non-empty strings.
             metadatas: one dict per text, returned exactly as given by searches.
             ids: one id per text; ``None`` entries (and a ``None`` list) get UUIDs.
-            **kwargs: ``batch_size`` (texts embedded and written per call).
+            **kwargs: ``batch_size``: texts embedded and written per engine call (each
+                call is all-or-nothing; by default the whole list is one call).
 
         Returns:
             The ids, in input order.
@@ -357,7 +360,12 @@ class MagneticVectorStore(VectorStore):
     def similarity_search_with_score(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        """Documents with their cosine distance to ``query`` (0 identical, 2 opposite)."""
+        """Documents with their cosine distance to ``query`` (0 identical, 2 opposite).
+
+        The order is the engine's ranking: cosine similarity plus a boost for cells that
+        share an entity (file name, proper noun, ...) with the query. Pass
+        ``entity_boost=0.0`` to rank by the distance alone.
+        """
         hits = self._bridge.search(query, None, k, filter, kwargs)
         return list(zip(self._documents(hits, kwargs), _distances(hits)))
 

@@ -12,7 +12,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from magnetic_core import EmbedderMismatchError, HashingEmbedder, MagneticMemory
+from magnetic_core import (
+    ClosedError,
+    EmbedderMismatchError,
+    EmbeddingError,
+    HashingEmbedder,
+    MagneticMemory,
+)
 from magnetic_langchain import (
     GROUP_ID_KEY,
     GROUP_LABEL_KEY,
@@ -387,3 +393,28 @@ def test_any_chromadb_client_with_isolated_namespaces(make_store: MakeStore):
         close = getattr(client, "close", None)
         if close:
             close()
+
+
+class _Flaky(DeterministicFakeEmbedding):
+    """Fails on any text containing "boom", as a model server might on bad input."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if any("boom" in t for t in texts):
+            raise RuntimeError("model server returned 500")
+        return super().embed_documents(texts)
+
+
+async def test_embedding_failures_are_clear_and_store_nothing(make_store: MakeStore, mode: str):
+    store = make_store(_Flaky(size=8))
+    with pytest.raises(EmbeddingError, match="model server returned 500"):
+        await call(store, "add_texts", mode, ["fine", "boom"], ids=["a", "b"])
+    assert store.memory.count() == 0
+
+
+def test_a_closed_store_says_so(make_store: MakeStore):
+    store = make_store()
+    store.add_texts(["hello"], ids=["h"])
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(ClosedError):
+        store.similarity_search("hello")
