@@ -110,6 +110,9 @@ OPERATORS: dict[FilterOperator, Test] = {
 }
 """Each operator's test of ``(stored value, filter value)``; the single source of truth."""
 
+# The operators a missing key (or a None value) satisfies; every other one fails on it.
+_MATCH_MISSING = frozenset({FilterOperator.NE, FilterOperator.NIN, FilterOperator.IS_EMPTY})
+
 # What each operator needs as its filter value: a description and a check.
 _SCALAR = (int, float, str)
 _OPERAND_RULES: dict[FilterOperator, tuple[str, Callable[[Any], bool]]] = {
@@ -226,7 +229,10 @@ def _leaf(item: MetadataFilter) -> Predicate:
             hint=f"MetadataFilter(key={key!r}, operator={op.name}, value=...)",
         )
 
+    when_missing = op in _MATCH_MISSING
+
     def predicate(meta: Mapping[str, Any]) -> bool:
-        return test(meta.get(key), operand)  # a missing key reads as None
+        value = meta.get(key)  # a missing key reads as None
+        return when_missing if value is None else test(value, operand)
 
     return predicate

@@ -161,3 +161,10 @@ async def test_a_bad_filter_is_refused_before_anything_is_deleted(people, call):
 def test_no_filters_means_no_restriction():
     assert to_predicate(None) is None
     assert to_predicate(MetadataFilters(filters=[])) is None
+
+
+def test_regression_all_of_no_values_still_fails_on_a_missing_value():
+    # Found by the hypothesis comparison with LlamaIndex's own filter (test_filters_reference).
+    match = to_predicate(both(f("tags", [], "all")))
+    assert match({"tags": ["x"]}) and match({"tags": []})
+    assert not match({"tags": None}) and not match({})
