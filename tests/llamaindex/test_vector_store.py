@@ -5,6 +5,7 @@ Every behaviour runs through the sync method and its async twin (the ``call`` fi
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import numpy as np
@@ -166,6 +167,17 @@ async def test_node_ids_and_doc_ids_restrict_the_query(store, call, three):
     assert set(by_doc.ids) == {"a", "b"}
     both = await call(store, "query", q(vec(1), node_ids=["a", "c"], doc_ids=["doc2"]))
     assert both.ids == ["c"]
+
+
+async def test_concurrent_async_writes_all_land(store):
+    batches = [
+        [node(f"b{b}-{i}", f"text {b} {i}", vec(1, b, i)) for i in range(4)] for b in range(6)
+    ]
+    returned = await asyncio.gather(*(store.async_add(batch) for batch in batches))
+    assert returned == [[n.node_id for n in batch] for batch in batches]
+    assert store.memory.count() == 24
+    answers = await asyncio.gather(*(store.aquery(q(vec(1, b, 0), k=1)) for b in range(6)))
+    assert [a.ids for a in answers] == [[f"b{b}-0"] for b in range(6)]
 
 
 async def test_empty_restriction_lists_restrict_nothing(store, call, three):
