@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
@@ -40,23 +40,20 @@ class TableEmbeddings(Embeddings):
         return self.table.get(text, self.other)
 
 
-Step = AIMessage | Callable[[list[BaseMessage]], AIMessage]
+class ScriptedChatModel(GenericFakeChatModel):
+    """langchain-core's generic fake chat model, made able to call tools.
 
-
-class ScriptedChatModel(BaseChatModel):
-    """A chat model that plays a script of replies, which may depend on the conversation.
-
-    Unlike langchain-core's fake chat models it supports ``bind_tools``: the tools are
-    converted to the OpenAI schema as real providers do, and recorded per call.
+    The fake lacks ``bind_tools``; this adds it (tools are converted to the OpenAI schema,
+    as real providers do, and recorded per call). Script steps may also be callables of
+    the conversation so far, so a reply can use what earlier tool calls returned.
     """
 
-    script: list[Any]
+    messages: Iterator[Any] = Field(default_factory=lambda: iter(()))
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     offered_tools: list[list[str]] = Field(default_factory=list)
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-chat-model"
+    def __init__(self, script: list[Any], **kwargs: Any) -> None:
+        super().__init__(messages=iter(script), **kwargs)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
@@ -66,9 +63,9 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         self.calls.append(list(messages))
         self.offered_tools.append([t["function"]["name"] for t in kwargs.get("tools", [])])
-        if not self.script:
+        step = next(self.messages, None)
+        if step is None:
             raise AssertionError("the scripted model ran out of replies")
-        step = self.script.pop(0)
         reply = step(messages) if callable(step) else step
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
