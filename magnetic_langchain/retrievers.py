@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field
 
-from magnetic_core import Hit, InvalidInputError, compile_filter
+from magnetic_core import Cell, Hit, InvalidInputError, compile_filter
 from magnetic_langchain.documents import EXPANDED_FROM_KEY, SCORE_KEY, cell_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
@@ -127,7 +127,7 @@ class MagneticRetriever(BaseRetriever):
 
     def _expansion(
         self, hit: Hit, filter: dict[str, Any] | None, expand: int, shown: set[str]
-    ) -> list[Any]:
+    ) -> list[Cell]:
         """Up to ``expand`` cells of the hit's group not shown yet, closest to centroid first."""
         memory = self.store.memory
         try:
@@ -137,7 +137,7 @@ class MagneticRetriever(BaseRetriever):
             logger.debug("group %s vanished before expansion", hit.group_id)
             return []
         predicate = compile_filter(filter)
-        picked = []
+        picked: list[Cell] = []
         for cell in memory.get(candidates):
             if predicate is None or predicate(cell.metadata):
                 picked.append(cell)

@@ -418,3 +418,12 @@ def test_a_closed_store_says_so(make_store: MakeStore):
     store.close()  # idempotent
     with pytest.raises(ClosedError):
         store.similarity_search("hello")
+
+
+def test_opens_a_store_written_by_the_core(tmp_path: Path):
+    """MagneticEmbeddings unwraps to the core embedder, so the stamps match."""
+    with MagneticMemory(path=str(tmp_path), embedder=HashingEmbedder(dim=64)) as memory:
+        memory.add(["written without LangChain"], [{"by": "core"}], ids=["w"])
+    with MagneticVectorStore(MagneticEmbeddings(HashingEmbedder(dim=64)), path=tmp_path) as store:
+        assert store.get_by_ids(["w"])[0].metadata == {"by": "core"}
+        assert store.memory.stats().embedder == HashingEmbedder(dim=64).name
