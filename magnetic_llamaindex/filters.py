@@ -45,8 +45,6 @@ def _is_bool(value: Any) -> bool:
 
 
 def _equal(value: Any, operand: Any) -> bool:
-    if value is None:
-        return False
     if _is_bool(value) or _is_bool(operand):
         return _is_bool(value) and _is_bool(operand) and value == operand
     if isinstance(value, (list, tuple)) and isinstance(operand, (list, tuple)):

@@ -16,7 +16,7 @@ from magnetic_llamaindex.filters import all_of, to_predicate
 from magnetic_llamaindex.nodes import REF_DOC_ID
 from magnetic_llamaindex.ranking import DEFAULT_MMR_THRESHOLD, check_mmr_threshold
 
-__all__ = ["QUERY_KWARGS", "QueryPlan", "id_list", "plan_query"]
+__all__ = ["QUERY_KWARGS", "QueryPlan", "check_count", "id_list", "plan_query"]
 
 DEFAULT_MMR_PREFETCH_FACTOR = 4.0
 SUPPORTED_MODES = (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.MMR)
@@ -85,9 +85,10 @@ def plan_query(
             f"unsupported query mode {query.mode!r}",
             hint="MagneticVectorStore supports VectorStoreQueryMode.DEFAULT and MMR",
         )
-    k = query.similarity_top_k
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInputError(f"similarity_top_k must be a non-negative integer, got {k!r}")
+    k = check_count("similarity_top_k", query.similarity_top_k, 0)
+    n_probe = kwargs.get("n_probe")
+    if n_probe is not None:
+        check_count("n_probe", n_probe, 1)
     mmr = query.mode == VectorStoreQueryMode.MMR
     return QueryPlan(
         vector=_query_vector(query, dim, embed_query),
@@ -97,8 +98,15 @@ def plan_query(
         mmr=mmr,
         mmr_threshold=_mmr_threshold(query, kwargs),
         fetch_k=_fetch_k(k, kwargs) if mmr else k,
-        n_probe=kwargs.get("n_probe"),
+        n_probe=n_probe,
     )
+
+
+def check_count(name: str, value: Any, low: int) -> int:
+    """Return ``value`` if it is an integer >= ``low`` (not a bool), else raise naming it."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value
 
 
 def id_list(node_ids: Sequence[str] | None) -> list[str] | None:
@@ -168,11 +176,7 @@ def _fetch_k(k: int, kwargs: Mapping[str, Any]) -> int:
             hint="mmr_prefetch_k is a count; mmr_prefetch_factor multiplies similarity_top_k",
         )
     if prefetch_k is not None:
-        if not isinstance(prefetch_k, int) or isinstance(prefetch_k, bool) or prefetch_k < 1:
-            raise InvalidInputError(
-                f"mmr_prefetch_k must be a positive integer, got {prefetch_k!r}"
-            )
-        return max(prefetch_k, k)
+        return max(check_count("mmr_prefetch_k", prefetch_k, 1), k)
     factor = DEFAULT_MMR_PREFETCH_FACTOR if factor is None else factor
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
         raise InvalidInputError(f"mmr_prefetch_factor must be a number >= 1, got {factor!r}")

@@ -19,6 +19,7 @@ from magnetic_core.types import Cell, GroupInfo, Hit
 from magnetic_llamaindex.embeddings import embed_query_text
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.nodes import cell_to_node
+from magnetic_llamaindex.plan import check_count
 from magnetic_llamaindex.vector_store import MagneticVectorStore
 
 __all__ = ["EXPANDED_FROM_KEY", "GROUP_ID_KEY", "GROUP_LABEL_KEY", "MagneticRetriever"]
@@ -83,9 +84,10 @@ class MagneticRetriever(BaseRetriever):
             raise InvalidInputError(
                 f"store must be a MagneticVectorStore or MagneticMemory, got {type(store).__name__}"
             )
-        for name, value, low in (("similarity_top_k", similarity_top_k, 1), ("expand", expand, 0)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+        check_count("similarity_top_k", similarity_top_k, 1)
+        check_count("expand", expand, 0)
+        if n_probe is not None:
+            check_count("n_probe", n_probe, 1)
         self._embed_model = embed_model
         self._k = similarity_top_k
         self._predicate = to_predicate(filters)
@@ -133,14 +135,17 @@ class MagneticRetriever(BaseRetriever):
         seen = {h.id for h in hits}
         groups: dict[str, GroupInfo] = {}
         for hit in hits:
-            if hit.group_id not in groups:
-                groups[hit.group_id] = self._memory.group(hit.group_id)
-            info = groups[hit.group_id]
-            others = [c for c in info.cell_ids if c not in seen]
-            cells = self._memory.get(ids=others, filter=self._predicate, limit=self._expand)
-            if not cells:
+            try:
+                if hit.group_id not in groups:
+                    groups[hit.group_id] = self._memory.group(hit.group_id)
+                info = groups[hit.group_id]
+                others = [c for c in info.cell_ids if c not in seen]
+                cells = self._memory.get(ids=others, filter=self._predicate, limit=self._expand)
+                scores = self._memory.get_vectors([c.id for c in cells]) @ q
+            except InvalidInputError as e:
+                # A concurrent write regrouped or deleted cells since the search ran.
+                logger.debug("cannot expand hit %r: %s", hit.id, e)
                 continue
-            scores = self._memory.get_vectors([c.id for c in cells]) @ q
             for cell, score in zip(cells, scores):
                 seen.add(cell.id)
                 results.append(_scored(cell, float(score), info.id, info.label, hit.id))

@@ -136,6 +136,7 @@ def test_without_an_embed_model_a_store_of_supplied_vectors_says_what_is_missing
     [
         ({"similarity_top_k": 0}, "similarity_top_k must be an integer >= 1"),
         ({"expand": -1}, "expand must be an integer >= 0"),
+        ({"n_probe": 0}, "n_probe must be an integer >= 1"),
         (
             {
                 "filters": MetadataFilters(

@@ -260,7 +260,7 @@ async def test_mmr_respects_filters_and_node_ids(store, call):
         ({"mmr_threshold": 0.2}, {"mmr_threshold": 0.7}, "mmr_threshold was given two ways"),
         ({"mmr_threshold": 1.5}, {}, "between 0 and 1"),
         ({}, {"mmr_prefetch_k": 5, "mmr_prefetch_factor": 2}, "not both"),
-        ({}, {"mmr_prefetch_k": 0}, "mmr_prefetch_k must be a positive integer"),
+        ({}, {"mmr_prefetch_k": 0}, "mmr_prefetch_k must be an integer >= 1"),
         ({}, {"mmr_prefetch_factor": 0.5}, "mmr_prefetch_factor must be a number >= 1"),
     ],
 )
@@ -276,7 +276,8 @@ async def test_bad_mmr_settings_are_refused(store, call, query_kwargs, store_kwa
         (lambda: q(vec(1)), {"top_k": 3}, InvalidInputError, "unexpected keyword.*top_k"),
         (lambda: q([1.0, 0.0]), {}, InvalidInputError, "shape \\(2,\\).*8-d"),
         (lambda: q([0.0] * DIM), {}, InvalidInputError, "all zeros"),
-        (lambda: q(vec(1), k=-1), {}, InvalidInputError, "similarity_top_k"),
+        (lambda: q(vec(1), k=-1), {}, InvalidInputError, "similarity_top_k must be an integer"),
+        (lambda: q(vec(1)), {"n_probe": 0}, InvalidInputError, "n_probe must be an integer >= 1"),
         (lambda: VectorStoreQuery(), {}, InvalidInputError, "neither query_embedding"),
         (lambda: q(vec(1), node_ids="a"), {}, InvalidInputError, "list of strings"),
         (lambda: q(vec(1)), {"where": {"n": {"$like": 1}}}, FilterError, "\\$like"),
