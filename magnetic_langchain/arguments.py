@@ -18,7 +18,7 @@ __all__ = [
     "prepare_texts",
 ]
 
-SEARCH_OPTIONS = frozenset({"n_probe", "entity_boost", "include_group_metadata"})
+SEARCH_OPTIONS = frozenset({"n_probe", "entity_boost", "lexical_weight", "include_group_metadata"})
 """Keyword arguments the search methods accept besides ``k`` and ``filter``."""
 
 

@@ -49,6 +49,7 @@ class MemoryBridge:
             vector=vector,
             n_probe=options.get("n_probe"),
             entity_boost=options.get("entity_boost"),
+            lexical_weight=options.get("lexical_weight"),
         )
 
     async def asearch(
@@ -70,6 +71,7 @@ class MemoryBridge:
             vector=vector,
             n_probe=options.get("n_probe"),
             entity_boost=options.get("entity_boost"),
+            lexical_weight=options.get("lexical_weight"),
         )
 
     def mmr(

@@ -311,12 +311,18 @@ class MagneticVectorStore(VectorStore):
         Raises:
             ValueError: neither ids nor a filter (use ``memory.clear()`` to empty the store).
         """
-        self._memory.delete(ids=ids, filter=delete_filter(kwargs))
+        where = delete_filter(kwargs)
+        if ids is not None and not ids:
+            return True  # an empty id list names nothing; the engine would read it as "all"
+        self._memory.delete(ids=ids, filter=where)
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
         """Async :meth:`delete`."""
-        await self._memory.adelete(ids=ids, filter=delete_filter(kwargs))
+        where = delete_filter(kwargs)
+        if ids is not None and not ids:
+            return True
+        await self._memory.adelete(ids=ids, filter=where)
         return True
 
     # -- reading ---------------------------------------------------------------------
@@ -346,8 +352,8 @@ class MagneticVectorStore(VectorStore):
             query: the query text.
             k: number of documents.
             filter: Chroma-style metadata filter, e.g. ``{"year": {"$gte": 2020}}``.
-            **kwargs: ``include_group_metadata``, and the engine's ``n_probe`` and
-                ``entity_boost``.
+            **kwargs: ``include_group_metadata``, and the engine's ``n_probe``,
+                ``entity_boost`` and ``lexical_weight``.
         """
         return self._documents(self._bridge.search(query, None, k, filter, kwargs), kwargs)
 
@@ -363,8 +369,9 @@ class MagneticVectorStore(VectorStore):
         """Documents with their cosine distance to ``query`` (0 identical, 2 opposite).
 
         The order is the engine's ranking: cosine similarity plus a boost for cells that
-        share an entity (file name, proper noun, ...) with the query. Pass
-        ``entity_boost=0.0`` to rank by the distance alone.
+        share an entity (file name, proper noun, ...) with the query and a weighted BM25
+        score of the query's words. Pass ``entity_boost=0.0, lexical_weight=0.0`` to rank
+        by the distance alone.
         """
         hits = self._bridge.search(query, None, k, filter, kwargs)
         return list(zip(self._documents(hits, kwargs), _distances(hits)))

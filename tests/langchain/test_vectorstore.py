@@ -223,6 +223,9 @@ async def test_delete(store: MagneticVectorStore, mode: str):
     )
     assert await call(store, "delete", mode, ["missing", "1"]) is True
     assert await call(store, "delete", mode, ["missing"]) is True
+    assert await call(store, "delete", mode, []) is True  # names nothing, deletes nothing
+    assert await call(store, "delete", mode, [], filter={"n": 2}) is True
+    assert store.memory.count() == 2
     assert await call(store, "delete", mode, filter={"n": {"$gte": 3}}) is True
     assert [d.id for d in await call(store, "get_by_ids", mode, ["1", "2", "3"])] == ["2"]
     with pytest.raises(ValueError, match="ids or a filter"):
