@@ -8,8 +8,7 @@ Example:
         from magnetic_llamaindex import MagneticEmbedding, MagneticRetriever, MagneticVectorStore
 
         embed_model = MagneticEmbedding(SentenceTransformerEmbedder())
-        store = MagneticVectorStore(path="./memory", dim=embed_model.dim,
-                                    embedder_name=embed_model.model_name)
+        store = MagneticVectorStore(path="./memory", embed_model=embed_model)
         index = VectorStoreIndex.from_documents(
             documents, storage_context=StorageContext.from_defaults(vector_store=store),
             embed_model=embed_model)
@@ -18,7 +17,11 @@ Example:
 
 from __future__ import annotations
 
-from magnetic_llamaindex.embeddings import MagneticEmbedding, PrecomputedEmbedder
+from magnetic_llamaindex.embeddings import (
+    LlamaIndexEmbedder,
+    MagneticEmbedding,
+    PrecomputedEmbedder,
+)
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.retriever import (
     EXPANDED_FROM_KEY,
@@ -32,6 +35,7 @@ __all__ = [
     "EXPANDED_FROM_KEY",
     "GROUP_ID_KEY",
     "GROUP_LABEL_KEY",
+    "LlamaIndexEmbedder",
     "MagneticEmbedding",
     "MagneticRetriever",
     "MagneticVectorStore",

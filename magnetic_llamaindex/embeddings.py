@@ -22,7 +22,13 @@ from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import EmbeddingError, InvalidInputError
 from magnetic_core.memory import MagneticMemory
 
-__all__ = ["PRECOMPUTED_NAME", "MagneticEmbedding", "PrecomputedEmbedder", "embed_query_text"]
+__all__ = [
+    "PRECOMPUTED_NAME",
+    "LlamaIndexEmbedder",
+    "MagneticEmbedding",
+    "PrecomputedEmbedder",
+    "embed_query_text",
+]
 
 PRECOMPUTED_NAME = "llamaindex-precomputed"
 
@@ -72,8 +78,8 @@ class PrecomputedEmbedder:
         return EmbeddingError(
             f"this store has no embedding model: its vectors come from LlamaIndex "
             f"({self._name!r}, {self._dim}-d), so it cannot embed text itself",
-            hint="pass embeddings (node.embedding, VectorStoreQuery.query_embedding) or give "
-            "the retriever an embed_model",
+            hint="pass embeddings (node.embedding, VectorStoreQuery.query_embedding), give "
+            "the retriever an embed_model, or build the store with embed_model=",
         )
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -84,6 +90,63 @@ class PrecomputedEmbedder:
 
     def __repr__(self) -> str:
         return f"PrecomputedEmbedder(dim={self._dim}, name={self._name!r})"
+
+
+class LlamaIndexEmbedder:
+    """A LlamaIndex embed model seen as a core :class:`~magnetic_core.embeddings.Embedder`.
+
+    A store built with one can embed text itself: queries by ``query_str``, a
+    ``MagneticRetriever`` without ``embed_model``, and the core's ``search("text")`` all
+    work, with the same model LlamaIndex uses for the nodes.
+
+    Args:
+        embed_model: any LlamaIndex ``BaseEmbedding``.
+        dim: its embedding size; measured by embedding one probe text when omitted.
+
+    Example:
+        >>> from magnetic_core import HashingEmbedder
+        >>> e = LlamaIndexEmbedder(MagneticEmbedding(HashingEmbedder(dim=16)))
+        >>> e.name, e.dim, e.embed_documents(["a b", "c"]).shape
+        ('hashing-16(not-semantic)', 16, (2, 16))
+    """
+
+    def __init__(self, embed_model: BaseEmbedding, dim: int | None = None) -> None:
+        if not isinstance(embed_model, BaseEmbedding):
+            raise InvalidInputError(
+                f"embed_model must be a LlamaIndex BaseEmbedding, got {type(embed_model).__name__}"
+            )
+        self._model = embed_model
+        self._name = embed_model.model_name
+        if dim is None:
+            try:
+                dim = len(embed_model.get_text_embedding("dimension probe"))
+            except Exception as e:
+                raise EmbeddingError(
+                    f"the embed model {self._name!r} failed to embed a probe text: {e}",
+                    hint="check the model, or pass dim= explicitly",
+                ) from e
+        self._dim = PrecomputedEmbedder(dim, self._name).dim
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        """The LlamaIndex model underneath."""
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return np.asarray(self._model.get_text_embedding_batch(list(texts)), dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self._model.get_query_embedding(text), dtype=np.float32)
 
 
 def embed_query_text(memory: MagneticMemory, text: str) -> np.ndarray:

@@ -8,6 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import (
@@ -18,10 +19,17 @@ from llama_index.core.vector_stores.types import (
 )
 
 from magnetic_core.config import MemoryConfig
+from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
 from magnetic_core.types import Cell
-from magnetic_llamaindex.embeddings import PRECOMPUTED_NAME, PrecomputedEmbedder, embed_query_text
+from magnetic_llamaindex.embeddings import (
+    PRECOMPUTED_NAME,
+    LlamaIndexEmbedder,
+    MagneticEmbedding,
+    PrecomputedEmbedder,
+    embed_query_text,
+)
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.nodes import REF_DOC_ID, cell_to_node, nodes_to_records
 from magnetic_llamaindex.plan import QueryPlan, id_list, plan_query
@@ -52,16 +60,20 @@ class MagneticVectorStore(BasePydanticVectorStore):
         path: directory of the embedded Chroma store (default ``./magnetic_memory``).
         client: any chromadb client instead of ``path`` (persistent, HTTP, ephemeral).
         namespace: the memory inside the store (default ``"default"``).
-        dim: embedding dimension of your LlamaIndex embed model (required without
-            ``memory``).
-        embedder_name: model name stamped on the store; pass ``embed_model.model_name`` so
-            that reopening with another model is refused.
+        dim: embedding size of your LlamaIndex embed model, when the store only ever gets
+            vectors from LlamaIndex (it then cannot embed text itself).
+        embedder_name: with ``dim``, the model name stamped on the store; pass
+            ``embed_model.model_name`` so that reopening with another model is refused.
+        embed_model: instead of ``dim``: the LlamaIndex embed model. The store then also
+            embeds text itself (queries by ``query_str``, the core's ``search("...")``).
         config: engine settings.
 
     Instantiate:
         .. code-block:: python
 
             from magnetic_llamaindex import MagneticVectorStore
+            store = MagneticVectorStore(path="./memory", embed_model=embed_model)
+            # or, vectors only (the store never embeds text itself):
             store = MagneticVectorStore(path="./memory", dim=384,
                                         embedder_name=embed_model.model_name)
             # or share one memory with LangChain:
@@ -123,14 +135,35 @@ class MagneticVectorStore(BasePydanticVectorStore):
         namespace: str | None = None,
         dim: int | None = None,
         embedder_name: str | None = None,
+        embed_model: BaseEmbedding | None = None,
         config: MemoryConfig | None = None,
         **kwargs: Any,
     ) -> None:
+        settings = {
+            "path": path,
+            "client": client,
+            "namespace": namespace,
+            "dim": dim,
+            "embedder_name": embedder_name,
+            "embed_model": embed_model,
+            "config": config,
+        }
         if memory is not None:
-            _refuse_with_memory(memory, path, client, namespace, dim, embedder_name, config)
+            _refuse_with_memory(memory, settings)
             mem, owns = memory, False
         else:
-            mem, owns = _open_memory(path, client, namespace, dim, embedder_name, config), True
+            if path is not None and client is not None:
+                raise InvalidInputError(
+                    "the store was given both path and client", hint="pass only one of them"
+                )
+            mem = MagneticMemory(
+                path=os.fspath(path) if path is not None else DEFAULT_PATH,
+                namespace=namespace or "default",
+                embedder=_engine_embedder(dim, embedder_name, embed_model),
+                config=config,
+                client=client,
+            )
+            owns = True
         try:
             super().__init__(namespace=mem.namespace, **kwargs)  # type: ignore[call-arg]
         except BaseException:
@@ -305,45 +338,39 @@ class MagneticVectorStore(BasePydanticVectorStore):
         return await asyncio.to_thread(self.query, query, **kwargs)
 
 
-def _refuse_with_memory(memory: MagneticMemory, *args: Any) -> None:
+def _refuse_with_memory(memory: MagneticMemory, settings: Mapping[str, Any]) -> None:
     if not isinstance(memory, MagneticMemory):
         raise InvalidInputError(
             f"memory must be a MagneticMemory, got {type(memory).__name__}",
-            hint="or build the store from path=/client= and dim=",
+            hint="or build the store from path=/client= with dim= or embed_model=",
         )
-    names = ("path", "client", "namespace", "dim", "embedder_name", "config")
-    given = [n for n, v in zip(names, args) if v is not None]
+    given = [name for name, value in settings.items() if value is not None]
     if given:
         raise InvalidInputError(
             f"the store was given a memory and also {', '.join(given)}",
-            hint="pass either memory, or path/client with dim (the memory already has them)",
+            hint="pass either memory, or the settings to open one (the memory has its own)",
         )
 
 
-def _open_memory(
-    path: str | os.PathLike[str] | None,
-    client: Any,
-    namespace: str | None,
-    dim: int | None,
-    embedder_name: str | None,
-    config: MemoryConfig | None,
-) -> MagneticMemory:
-    if dim is None:
+def _engine_embedder(
+    dim: int | None, embedder_name: str | None, embed_model: BaseEmbedding | None
+) -> Embedder:
+    """The core embedder of a new memory: the embed model itself, or a named stand-in."""
+    if embed_model is None:
+        if dim is None:
+            raise InvalidInputError(
+                "the store needs dim= or embed_model= when it is not built from a memory",
+                hint="pass embed_model=your_embed_model, or dim=<its embedding size>",
+            )
+        return PrecomputedEmbedder(dim, embedder_name or PRECOMPUTED_NAME)
+    if dim is not None or embedder_name is not None:
         raise InvalidInputError(
-            "dim is required when the store is not built from a memory",
-            hint="pass the embedding size of your embed model, e.g. dim=384",
+            "the embedding model was given two ways: embed_model and dim/embedder_name",
+            hint="pass only embed_model; its name and size are read from it",
         )
-    if path is not None and client is not None:
-        raise InvalidInputError(
-            "the store was given both path and client", hint="pass only one of them"
-        )
-    return MagneticMemory(
-        path=os.fspath(path) if path is not None else DEFAULT_PATH,
-        namespace=namespace or "default",
-        embedder=PrecomputedEmbedder(dim, embedder_name or PRECOMPUTED_NAME),
-        config=config,
-        client=client,
-    )
+    if isinstance(embed_model, MagneticEmbedding):
+        return embed_model.embedder
+    return LlamaIndexEmbedder(embed_model)
 
 
 def _no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import chromadb
 import pytest
+from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import VectorStoreQuery
 
@@ -14,7 +15,7 @@ from magnetic_core.errors import (
     EmbeddingError,
     InvalidInputError,
 )
-from magnetic_llamaindex import MagneticVectorStore
+from magnetic_llamaindex import MagneticEmbedding, MagneticRetriever, MagneticVectorStore
 from tests.llamaindex.conftest import DIM, node, vec
 
 
@@ -72,6 +73,7 @@ def test_a_store_built_from_params_owns_and_closes_its_memory(tmp_path):
         ({"dim": 8, "config": None}, "given a memory and also dim"),
         ({"namespace": "shared"}, "given a memory and also namespace"),
         ({"embedder_name": "m"}, "given a memory and also embedder_name"),
+        ({"embed_model": MockEmbedding(embed_dim=8)}, "given a memory and also embed_model"),
     ],
 )
 def test_a_memory_given_with_other_settings_is_refused(memory, kwargs, fragment):
@@ -80,8 +82,10 @@ def test_a_memory_given_with_other_settings_is_refused(memory, kwargs, fragment)
 
 
 def test_bad_construction_is_refused_naming_the_problem(client, tmp_path):
-    with pytest.raises(InvalidInputError, match="dim is required"):
+    with pytest.raises(InvalidInputError, match="needs dim= or embed_model="):
         MagneticVectorStore(client=client)
+    with pytest.raises(InvalidInputError, match="given two ways"):
+        MagneticVectorStore(client=client, dim=64, embed_model=MockEmbedding(embed_dim=64))
     with pytest.raises(InvalidInputError, match="both path and client"):
         MagneticVectorStore(path=str(tmp_path), client=client, dim=DIM)
     with pytest.raises(InvalidInputError, match="dim must be a positive integer"):
@@ -97,6 +101,25 @@ def test_reopening_with_another_embed_model_is_refused(client, make_store):
         make_store(namespace="stamped", embedder_name="model-b")
     with pytest.raises(EmbedderMismatchError, match="8-d"):
         make_store(namespace="stamped", embedder_name="model-a", dim=16)
+
+
+def test_a_store_built_with_an_embed_model_embeds_text_itself(make_store):
+    embed_model = MagneticEmbedding(HashingEmbedder(dim=64))
+    store = make_store(embed_model=embed_model, dim=None)
+    assert store.memory.embedder.name == embed_model.model_name and store.memory.dim == 64
+    texts = {"a": "red apples and pears", "b": "fast red cars", "c": "slow green boats"}
+    store.add([node(i, t, embed_model.get_text_embedding(t)) for i, t in texts.items()])
+    assert store.query(VectorStoreQuery(query_str="green boats")).ids == ["c"]
+    assert [r.node.node_id for r in MagneticRetriever(store).retrieve("apples")][0] == "a"
+    assert store.memory.search("fast cars", k=1)[0].id == "b"
+
+
+def test_any_llamaindex_embed_model_is_measured_and_named(make_store):
+    store = make_store(embed_model=MockEmbedding(embed_dim=12), dim=None)
+    assert store.memory.dim == 12
+    assert store.memory.embedder.name == MockEmbedding(embed_dim=12).model_name
+    store.add([node("a", "alpha", [0.5] * 12)])
+    assert store.query(VectorStoreQuery(query_str="anything")).ids == ["a"]
 
 
 def test_a_store_of_supplied_vectors_refuses_to_embed_text_itself(store):

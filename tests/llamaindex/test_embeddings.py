@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from llama_index.core.base.embeddings.base import BaseEmbedding
 
 from magnetic_core import HashingEmbedder
 from magnetic_core.errors import EmbeddingError, InvalidInputError
-from magnetic_llamaindex import MagneticEmbedding, PrecomputedEmbedder
+from magnetic_llamaindex import LlamaIndexEmbedder, MagneticEmbedding, PrecomputedEmbedder
 
 
 def test_magnetic_embedding_gives_the_core_models_vectors():
@@ -51,3 +52,34 @@ def test_precomputed_embedder_needs_a_positive_integer_dim(dim):
 def test_precomputed_embedder_needs_a_name():
     with pytest.raises(InvalidInputError, match="name must be a non-empty string"):
         PrecomputedEmbedder(8, " ")
+
+
+class OfflineModel(BaseEmbedding):
+    """An embed model whose server is down."""
+
+    def _get_query_embedding(self, query):
+        raise ConnectionError("model server offline")
+
+    async def _aget_query_embedding(self, query):
+        raise ConnectionError("model server offline")
+
+    def _get_text_embedding(self, text):
+        raise ConnectionError("model server offline")
+
+
+def test_llamaindex_embedder_gives_the_models_vectors_to_the_core():
+    embed_model = MagneticEmbedding(HashingEmbedder(dim=16))
+    core = LlamaIndexEmbedder(embed_model)
+    assert (core.name, core.dim) == (embed_model.model_name, 16)
+    np.testing.assert_allclose(
+        core.embed_documents(["a b", "c"]), embed_model.get_text_embedding_batch(["a b", "c"])
+    )
+    np.testing.assert_allclose(core.embed_query("a b"), embed_model.get_query_embedding("a b"))
+
+
+def test_llamaindex_embedder_reports_a_model_that_cannot_embed():
+    with pytest.raises(EmbeddingError, match="failed to embed a probe text: model server offline"):
+        LlamaIndexEmbedder(OfflineModel(model_name="offline"))
+    assert LlamaIndexEmbedder(OfflineModel(model_name="offline"), dim=8).dim == 8
+    with pytest.raises(InvalidInputError, match="BaseEmbedding, got HashingEmbedder"):
+        LlamaIndexEmbedder(HashingEmbedder(dim=8))  # type: ignore[arg-type]

@@ -75,7 +75,7 @@ def build_index(store, embed_model):
 
 @pytest.fixture
 def minilm_store(make_store, embed_model):
-    return make_store(dim=embed_model.dim, embedder_name=embed_model.model_name)
+    return make_store(embed_model=embed_model, dim=None)
 
 
 def test_the_index_splits_documents_and_stores_every_chunk(minilm_store, embed_model):
