@@ -114,7 +114,8 @@ def test_explain_reports_the_route(mem):
     assert "deploy.sh" in hit.text
     assert "entity" in hit.route.stages
     assert hit.route.boost == pytest.approx(0.1)
-    assert hit.rank_score == pytest.approx(hit.score + 0.1)
+    assert hit.rank_score == pytest.approx(hit.score + 0.1 + hit.route.lexical)
+    assert hit.route.lexical > 0  # the query shares words with the cell
     assert -1 <= hit.route.centroid_similarity <= 1
     assert mem.search("cat", k=1)[0].route is None
 
