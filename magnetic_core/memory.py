@@ -295,11 +295,18 @@ class MagneticMemory:
         self._index.regroup(threshold, self.config.chunk_size)
 
     def _persist_cells(self, ids: set[str]) -> None:
-        """Write the given cells plus every cell whose group moved, then the group cache."""
-        ids = ids | self._index.take_moved()
-        ids &= self._index.loc.keys()
-        order = sorted(ids, key=self._index.seq.__getitem__)
-        if order:
+        """Write the given cells, the group id of every cell that moved, then the group cache.
+
+        Cells that only changed group (splits, merges, regrouping) get a metadata-only update,
+        which does not make Chroma re-index their unchanged vectors.
+        """
+        live = self._index.loc.keys()
+        moved = (self._index.take_moved() - ids) & live
+        ids = ids & live
+        for chosen, full in ((ids, True), (moved, False)):
+            order = sorted(chosen, key=self._index.seq.__getitem__)
+            if not order:
+                continue
             records = self._catalog.records
             rows = []
             for cid in order:
@@ -315,8 +322,11 @@ class MagneticMemory:
                         contradictions=r.contradictions,
                     )
                 )
-            vectors = np.stack([self._index.vector(c) for c in order])
-            self._store.write_cells(order, vectors, [records[c].text for c in order], rows)
+            if full:
+                vectors = np.stack([self._index.vector(c) for c in order])
+                self._store.write_cells(order, vectors, [records[c].text for c in order], rows)
+            else:
+                self._store.relocate_cells(order, rows)
         self._sync_groups()
 
     def _sync_groups(self) -> None:
@@ -357,7 +367,7 @@ class MagneticMemory:
         predicate = compile_filter(filter)
         with self._lock.write():
             records = self._catalog.records
-            targets = list(dict.fromkeys(c for c in (ids or records) if c in records))
+            targets = list(dict.fromkeys(c for c in (records if ids is None else ids) if c in records))
             if predicate is not None:
                 targets = [c for c in targets if predicate(records[c].metadata)]
             if not targets:

@@ -372,3 +372,10 @@ def test_closed_memory_refuses_work(tmp_path, hashing):
         mem.add(["x"])
     with pytest.raises(ClosedError):
         mem.search("x")
+
+
+def test_delete_with_an_empty_id_list_deletes_nothing(mem):
+    mem.add(TEXTS, metadatas=[{"i": i} for i in range(5)])
+    assert mem.delete(ids=[]) == 0
+    assert mem.delete(ids=[], filter={"i": 1}) == 0
+    assert mem.count() == 5
