@@ -367,7 +367,8 @@ class MagneticMemory:
         predicate = compile_filter(filter)
         with self._lock.write():
             records = self._catalog.records
-            targets = list(dict.fromkeys(c for c in (records if ids is None else ids) if c in records))
+            pool = records if ids is None else ids
+            targets = list(dict.fromkeys(c for c in pool if c in records))
             if predicate is not None:
                 targets = [c for c in targets if predicate(records[c].metadata)]
             if not targets:
