@@ -238,7 +238,10 @@ class MagneticVectorStore(BasePydanticVectorStore):
             raise InvalidInputError(
                 "delete_nodes() needs node_ids or filters", hint="use clear() to delete all"
             )
-        self._memory.delete(ids=id_list(node_ids), filter=predicate)
+        ids = id_list(node_ids)
+        if ids == []:
+            return  # an empty list names no node
+        self._memory.delete(ids=ids, filter=predicate)
 
     def clear(self) -> None:
         """Delete every node of this store's namespace."""

@@ -147,7 +147,9 @@ async def test_delete_nodes_with_neither_ids_nor_filters_is_refused(store, call,
     await call(store, "add", three)
     with pytest.raises(InvalidInputError, match="needs node_ids or filters"):
         await call(store, "delete_nodes")
+    await call(store, "delete_nodes", [])  # an empty list names no node: nothing goes
     assert store.memory.count() == 3
+    assert await call(store, "get_nodes", []) == []
 
 
 async def test_clear_empties_the_store_which_stays_usable(store, call, three):
