@@ -171,6 +171,23 @@ def load_vectors(name: str, smoke_texts: Sequence[str] | None = None, dim: int =
     return np.load(path, mmap_mode="r")
 
 
+def reuters_prefix(n: int) -> np.ndarray:
+    """MiniLM vectors of the first ``n`` Reuters passages (file order).
+
+    Reads the finished cache, or the chunks already written while it is still being filled.
+    """
+    path = cache_dir() / "reuters_passages.npy"
+    if path.exists():
+        return np.asarray(np.load(path, mmap_mode="r")[:n], np.float32)
+    parts = sorted((cache_dir() / "reuters_parts").glob("*.npy"))
+    got: list[np.ndarray] = []
+    for part in parts:
+        got.append(np.load(part))
+        if sum(len(g) for g in got) >= n:
+            return np.concatenate(got)[:n]
+    raise SystemExit(f"only {sum(len(g) for g in got)} Reuters vectors cached; {n} needed")
+
+
 def embedder(smoke: bool) -> Any:
     """MiniLM for real runs; the (non-semantic) hashing embedder in smoke mode."""
     if smoke:
@@ -204,6 +221,7 @@ def unpersisted(memory: Any) -> Any:
     """
     store = memory._store
     store.write_cells = lambda *a, **k: None
+    store.relocate_cells = lambda *a, **k: None
     store.write_groups = lambda *a, **k: None
     store.delete_groups = lambda *a, **k: None
     store.save_settings = lambda **k: None

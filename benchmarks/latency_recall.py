@@ -351,9 +351,14 @@ def reuters(n_max: int, n_queries: int, smoke: bool) -> tuple[np.ndarray, list[s
 
 
 def synthetic(n: int, n_queries: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Clustered unit vectors (about 200 per cluster, broad spread), queries drawn alike."""
+    """Clustered unit vectors, about 200 per cluster, queries drawn alike.
+
+    The noise has norm 1 (as large as the centre) and a decaying spectrum (``decay=1``), so
+    neighbours differ along a few strong directions, as in real sentence embeddings, rather
+    than in isotropic noise that no index can tell apart.
+    """
     n_clusters = max(2, n // 200)
-    vecs, _ = clustered_data(n + n_queries, dim, n_clusters, spread=1.0, seed=7)
+    vecs, _ = clustered_data(n + n_queries, dim, n_clusters, spread=1.0, decay=1.0, seed=7)
     return vecs[n_queries:], vecs[:n_queries]
 
 

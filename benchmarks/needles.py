@@ -126,6 +126,34 @@ NEEDLES: list[tuple[str, str]] = [
         "grants/reef_mapping_2025.docx.",
         "When is the coral reef mapping grant application due?",
     ),
+    # In-domain needles: newswire-like facts that compete with thousands of similar passages.
+    (
+        "Hartwell Mining Corp said its Nevada unit shipped 4,210 ounces of gold in the quarter, "
+        "according to filing HMC-8K-44921.",
+        "How much gold did Hartwell Mining's Nevada unit ship?",
+    ),
+    (
+        "Trader Lucia Ferrante at Banca Lombarda Sud said the bank cut its prime rate to 9.25 pct.",
+        "Which trader commented on Banca Lombarda Sud cutting its prime rate?",
+    ),
+    (
+        "The Kirov Grain Board sold 150,000 tonnes of wheat to Egypt under tender KGB-1987-07.",
+        "How much wheat did the Kirov Grain Board sell to Egypt?",
+    ),
+    (
+        "Analyst Tobias Renner of Renner Equity Research raised Q.E.D. Petroleum to a buy rating.",
+        "Who upgraded Q.E.D. Petroleum to buy?",
+    ),
+    (
+        "Coastal Freight Lines will acquire Pelican Barge Co for 42 mln dlrs, contract "
+        "CFL-PB-0412 shows.",
+        "Who is acquiring Pelican Barge Co and for how much?",
+    ),
+    (
+        "Dairy cooperative Nordmjolk said butter stocks reached 61,300 tonnes, a record, in "
+        "report ND-STK-19.",
+        "What record butter stock level did Nordmjolk report?",
+    ),
 ]
 
 
@@ -149,7 +177,10 @@ def run(haystack: int, smoke: bool) -> dict[str, Any]:
     needle_rows = [i for i, c in enumerate(ids) if c.startswith("needle-")]
     hay_rows = [i for i, c in enumerate(ids) if not c.startswith("needle-")]
     vecs = np.empty((len(texts), emb.dim), np.float32)
-    hay = common.load_vectors("reuters_passages", [texts[i] for i in hay_rows] if smoke else None)
+    if smoke:
+        hay = common.load_vectors("", [texts[i] for i in hay_rows])
+    else:
+        hay = common.reuters_prefix(len(hay_rows))
     vecs[hay_rows] = np.asarray(hay[: len(hay_rows)], np.float32)
     vecs[needle_rows] = np.asarray(emb.embed_documents([n for n, _ in NEEDLES]), np.float32)
     qvecs = np.asarray(emb.embed_documents([q for _, q in NEEDLES]), np.float32)

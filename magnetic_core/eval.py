@@ -11,9 +11,23 @@ __all__ = ["clustered_data", "exact_knn", "ndcg_at_k", "recall_at_k", "recall_at
 
 
 def clustered_data(
-    n: int, dim: int, n_clusters: int, *, spread: float = 0.35, seed: int = 0
+    n: int,
+    dim: int,
+    n_clusters: int,
+    *,
+    spread: float = 0.35,
+    seed: int = 0,
+    decay: float = 0.0,
+    block: int = 65536,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Unit vectors drawn around ``n_clusters`` random centres (seeded).
+
+    Args:
+        spread: expected norm of the noise added to a (unit) centre.
+        decay: noise scale of coordinate ``j`` is proportional to ``(j + 1) ** -decay``;
+            0 is isotropic noise, larger values concentrate it in fewer directions, as in
+            real sentence embeddings, whose spectrum decays.
+        block: rows generated at a time (bounds float64 scratch memory for large ``n``).
 
     Returns:
         ``(vectors, labels)``: (n, dim) float32 unit rows and each row's cluster.
@@ -22,10 +36,15 @@ def clustered_data(
     centres = rng.standard_normal((n_clusters, dim))
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     labels = rng.integers(0, n_clusters, size=n)
-    noise = rng.standard_normal((n, dim)) * (spread / math.sqrt(dim))
-    vecs = centres[labels] + noise
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return vecs.astype(np.float32), labels
+    scale = (np.arange(1, dim + 1, dtype=np.float64)) ** -decay
+    scale *= spread / math.sqrt(float((scale**2).sum()))
+    vecs = np.empty((n, dim), np.float32)
+    for start in range(0, n, block):
+        end = min(start + block, n)
+        part = centres[labels[start:end]] + rng.standard_normal((end - start, dim)) * scale
+        part /= np.linalg.norm(part, axis=1, keepdims=True)
+        vecs[start:end] = part
+    return vecs, labels
 
 
 def exact_knn(

@@ -4,6 +4,9 @@ This is the only module that imports ``chromadb``. Per namespace there are exact
 collections, ``mag-<namespace>-cells`` and ``mag-<namespace>-groups``; never one per group.
 Embeddings are always passed in (Chroma's default embedding function downloads a model).
 The cells collection's metadata stamps the embedder, dimension, schema and threshold.
+The engine never queries Chroma's own vector index (search runs on the in-memory hierarchy,
+rebuilt from the cells on open), so both collections build that index with the cheapest
+settings: it is paid for on every write and never used.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ __all__ = ["ChromaStore", "StoredCell", "open_client"]
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+# Chroma's HNSW is built on every write but never searched by the engine: keep it cheap.
+_COLLECTION_CONFIG = {"hnsw": {"space": "cosine", "ef_construction": 16, "max_neighbors": 4}}
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,48}[A-Za-z0-9]$|^[A-Za-z0-9]$")
 
 
@@ -74,12 +79,12 @@ class ChromaStore:
             self.cells = client.get_or_create_collection(
                 f"mag-{namespace}-cells",
                 embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration=_COLLECTION_CONFIG,
             )
             self.groups = client.get_or_create_collection(
                 f"mag-{namespace}-groups",
                 embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
+                configuration=_COLLECTION_CONFIG,
             )
             self._batch = int(client.get_max_batch_size())
         except Exception as e:
@@ -149,6 +154,20 @@ class ChromaStore:
                 ids=list(ids[start:end]),
                 embeddings=vectors[start:end],
                 documents=list(texts[start:end]),
+                metadatas=[dict(m) for m in metadatas[start:end]],
+            )
+
+    def relocate_cells(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Rewrite only the metadata of existing cells (their group changed, not their vector).
+
+        Much cheaper than :meth:`write_cells`: Chroma does not touch its vector index.
+        """
+        for start in range(0, len(ids), self._batch):
+            end = start + self._batch
+            self._call(
+                "relocate cells",
+                self.cells.update,
+                ids=list(ids[start:end]),
                 metadatas=[dict(m) for m in metadatas[start:end]],
             )
 

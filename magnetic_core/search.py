@@ -18,6 +18,7 @@ is exact flat search.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ class SearchPlan:
     lexical_weight: float = 0.0
     lexical_candidates: int = 50
     sketch_rank: int = 0
-    rerank: int = 128
+    rerank: int = 128  # at least 4 k are kept
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,13 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         sketcher is not None
         and plan.predicate is None
         and len(slots) < n_groups
-        and sum(index.slot_groups[s].n for s in slots) > 2 * max(plan.rerank, plan.k)
+        and sum([index.slot_groups[s].n for s in slots]) > 8 * max(plan.rerank, 4 * plan.k)
     )
     if use_sketch:
-        pool = _sketch_pool(index, sketcher, slots, q, max(plan.rerank, plan.k))  # type: ignore[arg-type]
+        pool = _sketch_pool(index, sketcher, slots, q, max(plan.rerank, 4 * plan.k))  # type: ignore[arg-type]
         if boosted and plan.entity_boost > 0:
-            probed = set(slots)
-            pool.extend(index, (c for c in boosted if index.loc[c].slot in probed), q)
+            slot_set = set(slots)
+            pool.extend(index, (c for c in boosted if index.loc[c].slot in slot_set), q)
     else:
         pool = _Pool(*_score_groups(index, slots, q))
     lexical = _lexical_scores(catalog, plan)
@@ -127,33 +128,36 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         pool = _Pool(*_score_groups(index, range(n_groups), q))
         picked = _rank(pool, boosted, lexical, catalog, plan)
 
-    results = []
-    for cid, score, boost, lex in picked:
-        group = index.loc[cid]
-        stages = [
-            name
-            for name, hit in (
-                ("centroid", group.slot in centroid_slots),
-                ("entity", group.slot in entity_slots),
-                ("lexical", cid in lexical_ids),
-            )
-            if hit
-        ] or ["fallback"]
-        results.append(
-            Candidate(
-                id=cid,
-                group=group,
-                score=score,
-                rank_score=score + boost + lex,
-                boost=boost,
-                stages=tuple(stages),
-                centroid_similarity=float(index.centroids[group.slot] @ q),
-                fallback_ran=fallback,
-                probed_groups=n_groups if fallback else len(slots),
-                lexical=lex,
-            )
+    groups = [index.loc[cid] for cid, *_ in picked]
+    csims = (index.centroids[[g.slot for g in groups]] @ q).tolist() if groups else []
+    probed = n_groups if fallback else len(slots)
+    return [
+        Candidate(
+            id=cid,
+            group=group,
+            score=score,
+            rank_score=score + boost + lex,
+            boost=boost,
+            stages=_stages(
+                group.slot in centroid_slots, group.slot in entity_slots, cid in lexical_ids
+            ),
+            centroid_similarity=csim,
+            fallback_ran=fallback,
+            probed_groups=probed,
+            lexical=lex,
         )
-    return results
+        for (cid, score, boost, lex), group, csim in zip(picked, groups, csims, strict=True)
+    ]
+
+
+def _stages(centroid: bool, entity: bool, lexical: bool) -> tuple[str, ...]:
+    """The stages that found a hit; ``("fallback",)`` when only the flat scan did."""
+    found = tuple(
+        name
+        for name, hit in (("centroid", centroid), ("entity", entity), ("lexical", lexical))
+        if hit
+    )
+    return found or ("fallback",)
 
 
 def _sketcher(index: HierIndex, plan: SearchPlan) -> Sketcher | None:
@@ -206,12 +210,21 @@ def _sketch_pool(
     qr = sketcher.project(q)
     approx = np.concatenate([sketcher.of_group(g) @ qr for g in groups])
     offsets = np.cumsum([0] + [g.n for g in groups])
-    top = np.argpartition(-approx, keep - 1)[:keep]
+    top = np.sort(np.argpartition(-approx, keep - 1)[:keep])
     owner = np.searchsorted(offsets, top, side="right") - 1
-    rows = top - offsets[owner]
-    picked = [(groups[o], r) for o, r in zip(owner.tolist(), rows.tolist(), strict=True)]
-    vecs = np.stack([g.vecs[r] for g, r in picked])
-    return _Pool([g.ids[r] for g, r in picked], vecs @ q)
+    rows = (top - offsets[owner]).tolist()
+    # One fancy-indexed product per group holding picks (picks are sorted by group).
+    bounds = [0, *(np.flatnonzero(owner[1:] != owner[:-1]) + 1).tolist(), len(rows)]
+    owners = owner.tolist()
+    ids: list[str] = []
+    parts: list[np.ndarray] = []
+    for a, b in itertools.pairwise(bounds):
+        group = groups[owners[a]]
+        picked = rows[a:b]
+        parts.append(group.vecs[picked] @ q)
+        group_ids = group.ids
+        ids.extend([group_ids[r] for r in picked])
+    return _Pool(ids, np.concatenate(parts))
 
 
 def _lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:
