@@ -37,9 +37,13 @@ class MagneticRetriever(BaseRetriever):
 
     Unlike a plain vector retriever, the query text takes part too: entities in it (file
     names, identifiers, capitalised phrases...) route the search to the groups that hold
-    them and boost the cells that contain them. Every result carries its group's id and
-    label in ``node.metadata`` (``magnetic_group_id``, ``magnetic_group_label``; both kept
-    out of the text that gets embedded). With ``expand=n``, the hits (best first) are
+    them and boost the cells that contain them, and its words are scored BM25-style and
+    fused into the ranking (see ``MemoryConfig.entity_boost`` and ``lexical_weight``).
+    Scores stay the cosine similarity; only the order feels the text.
+
+    Every result carries its group's id and label in ``node.metadata``
+    (``magnetic_group_id``, ``magnetic_group_label``; both kept out of the text that gets
+    embedded). With ``expand=n``, the hits (best first) are
     followed by up to ``n`` other cells of each hit's group, in hit order, those closest
     to the group's centroid first; each is tagged ``magnetic_expanded_from=<hit id>`` and
     scored by its own cosine similarity. A cell is never returned twice.
@@ -52,6 +56,9 @@ class MagneticRetriever(BaseRetriever):
         filters: LlamaIndex metadata filters every result (expansions included) passes.
         expand: other cells of each hit's group to add after the hits (0 for none).
         n_probe: groups to probe (default from the memory's config).
+        entity_boost: ranking boost of cells naming a query entity (default: config).
+        lexical_weight: weight of the query words' BM25 score (default: config; 0 ranks
+            by the vector alone, like ``VectorStoreIndex.as_retriever``).
         callback_manager: LlamaIndex callbacks.
         verbose: LlamaIndex verbosity.
 
@@ -73,6 +80,8 @@ class MagneticRetriever(BaseRetriever):
         filters: MetadataFilters | None = None,
         expand: int = 0,
         n_probe: int | None = None,
+        entity_boost: float | None = None,
+        lexical_weight: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -93,6 +102,8 @@ class MagneticRetriever(BaseRetriever):
         self._predicate = to_predicate(filters)
         self._expand = expand
         self._n_probe = n_probe
+        self._entity_boost = _check_weight("entity_boost", entity_boost)
+        self._lexical_weight = _check_weight("lexical_weight", lexical_weight)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -123,6 +134,8 @@ class MagneticRetriever(BaseRetriever):
             k=self._k,
             filter=self._predicate,
             n_probe=self._n_probe,
+            entity_boost=self._entity_boost,
+            lexical_weight=self._lexical_weight,
         )
         if not self._expand:
             return [_scored(h.cell, h.score, h.group_id, h.group_label) for h in hits]
@@ -150,6 +163,15 @@ class MagneticRetriever(BaseRetriever):
                 seen.add(cell.id)
                 results.append(_scored(cell, float(score), info.id, info.label, hit.id))
         return results
+
+
+def _check_weight(name: str, value: float | None) -> float | None:
+    """Return ``value`` if it is None or a finite number >= 0, else raise naming it."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e6:
+        raise InvalidInputError(f"{name} must be a number >= 0, got {value!r}")
+    return float(value)
 
 
 def _scored(

@@ -108,6 +108,8 @@ def test_an_entity_in_the_query_text_lifts_the_cell_that_names_it(make_store):
     assert top[0].score == pytest.approx(0.95, abs=0.01)  # the score stays the cosine
     plain = store.query(VectorStoreQuery(query_embedding=vec(1), query_str=query.query_str))
     assert plain.ids == ["x"]  # the vector store itself ranks by cosine alone
+    vector_only = MagneticRetriever(store, similarity_top_k=1, entity_boost=0, lexical_weight=0)
+    assert ids(vector_only.retrieve(query)) == ["x"]
 
 
 async def test_the_query_is_embedded_by_the_embed_model_or_the_memorys_own(client):
@@ -137,6 +139,8 @@ def test_without_an_embed_model_a_store_of_supplied_vectors_says_what_is_missing
         ({"similarity_top_k": 0}, "similarity_top_k must be an integer >= 1"),
         ({"expand": -1}, "expand must be an integer >= 0"),
         ({"n_probe": 0}, "n_probe must be an integer >= 1"),
+        ({"entity_boost": -0.1}, "entity_boost must be a number >= 0"),
+        ({"lexical_weight": float("nan")}, "lexical_weight must be a number >= 0"),
         (
             {
                 "filters": MetadataFilters(
