@@ -46,8 +46,9 @@ class MagneticVectorStore(BasePydanticVectorStore):
     """LlamaIndex vector store on MagneticStorage: hierarchical, local-first, on ChromaDB.
 
     Nodes are stored as cells of a :class:`~magnetic_core.MagneticMemory`, which places
-    each one in a concept group as it arrives; queries go through the concept layer and are
-    ranked by exact cosine similarity. Node text and content are stored, so a
+    each one in a concept group as it arrives. A query scores the cells of the groups
+    nearest to it (``MemoryConfig.n_probe``; every cell when fewer than ``k`` match there)
+    and ranks them by cosine similarity. Node text and content are stored, so a
     ``VectorStoreIndex`` needs no separate docstore.
 
     Setup:
@@ -55,8 +56,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
 
     Args:
         memory: an existing memory to serve (for instance one the LangChain adapter also
-            uses). When given, ``path``, ``client``, ``namespace``, ``dim``, ``embedder_name``
-            and ``config`` must not be.
+            uses). When given, none of the settings below may be.
         path: directory of the embedded Chroma store (default ``./magnetic_memory``).
         client: any chromadb client instead of ``path`` (persistent, HTTP, ephemeral).
         namespace: the memory inside the store (default ``"default"``).
@@ -112,6 +112,12 @@ class MagneticVectorStore(BasePydanticVectorStore):
 
             index.delete_ref_doc(document.doc_id)     # every node of one document
             store.delete_nodes(["node-1"])            # or by ids and/or filters
+
+    Use as a group-aware retriever:
+        .. code-block:: python
+
+            from magnetic_llamaindex import MagneticRetriever
+            MagneticRetriever(store, embed_model=embed_model, expand=2).retrieve("...")
 
     Async:
         Every method has a twin (``async_add``, ``aquery``, ``adelete``, ``aget_nodes``,
