@@ -13,7 +13,15 @@ import argparse
 import time
 from pathlib import Path
 
-from benchmarks import ablations, common, embed_cache, latency_recall, needles, scifact
+from benchmarks import (
+    ablations,
+    common,
+    embed_cache,
+    latency_recall,
+    needles,
+    scifact,
+    summary,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"== {name}", flush=True)
         module.main(extra)
         print(f"== {name} done in {time.perf_counter() - t0:.0f}s", flush=True)
+    summary.main(["--out", str(args.out)])
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         sketcher is not None
         and plan.predicate is None
         and len(slots) < n_groups
-        and sum([index.slot_groups[s].n for s in slots]) > 8 * max(plan.rerank, 4 * plan.k)
+        and sum([index.slot_groups[s].n for s in slots]) > 16 * max(plan.rerank, 4 * plan.k)
     )
     if use_sketch:
         pool = _sketch_pool(index, sketcher, slots, q, max(plan.rerank, 4 * plan.k))  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from benchmarks import ablations, latency_recall, needles, run_all, scifact  # noqa: E402
+from benchmarks import ablations, latency_recall, needles, run_all, scifact, summary  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +61,15 @@ def test_run_all_smoke_writes_every_result(tmp_path, monkeypatch):
     calls = []
     for module in (scifact, needles, latency_recall, ablations):
         monkeypatch.setattr(module, "main", lambda argv, m=module: calls.append((m, argv)))
+    monkeypatch.setattr(summary, "main", lambda argv: calls.append((summary, argv + ["--smoke"])))
     run_all.main(["--smoke", "--out", str(tmp_path)])
-    assert len(calls) == 4
+    assert len(calls) == 5
     assert all("--smoke" in argv and str(tmp_path) in argv for _, argv in calls)
+
+
+def test_summary_reads_the_smoke_results(tmp_path):
+    latency_recall.main(["--smoke", "--out", str(tmp_path)])
+    needles.main(["--smoke", "--out", str(tmp_path)])
+    summary.main(["--out", str(tmp_path)])
+    text = (tmp_path / "summary.md").read_text()
+    assert "Chroma p50" in text and "needles in top 3" in text
