@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from langchain_core.documents import Document
 
 from magnetic_core import Cell, Hit
+from magnetic_core.ranking import maximal_marginal_relevance
 
 __all__ = [
     "EXPANDED_FROM_KEY",
@@ -68,41 +68,3 @@ def cell_to_document(
 def hit_to_document(hit: Hit, *, with_group: bool = False) -> Document:
     """A Document for a search hit; group id and label are added only with ``with_group``."""
     return cell_to_document(hit.cell, group_label=hit.group_label if with_group else None)
-
-
-def maximal_marginal_relevance(
-    query: np.ndarray, candidates: np.ndarray, k: int, lambda_mult: float
-) -> list[int]:
-    """Indices of ``k`` candidates chosen by maximal marginal relevance, in pick order.
-
-    Each step picks the candidate maximising
-    ``lambda_mult * sim(query, c) - (1 - lambda_mult) * max(sim(c, picked))``.
-
-    Args:
-        query: unit query vector, shape ``(d,)``.
-        candidates: unit candidate vectors, shape ``(n, d)``.
-        k: how many to pick (at most ``n``).
-        lambda_mult: 1 favours relevance only, 0 diversity only.
-
-    Example:
-        >>> v = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]])
-        >>> maximal_marginal_relevance(np.array([1.0, 0.0]), v, 2, 0.5)
-        [0, 2]
-    """
-    n = candidates.shape[0]
-    if n == 0 or k <= 0:
-        return []
-    to_query = candidates @ query
-    picked = [int(np.argmax(to_query))]
-    # Highest similarity of each candidate to anything picked so far, updated per pick.
-    redundancy = candidates @ candidates[picked[0]]
-    available = np.ones(n, dtype=bool)
-    available[picked[0]] = False
-    while len(picked) < min(k, n):
-        score = lambda_mult * to_query - (1.0 - lambda_mult) * redundancy
-        score[~available] = -np.inf
-        best = int(np.argmax(score))
-        picked.append(best)
-        available[best] = False
-        redundancy = np.maximum(redundancy, candidates @ candidates[best])
-    return picked

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from magnetic_core.errors import InvalidInputError
+from magnetic_core.ranking import maximal_marginal_relevance as core_mmr
 
 __all__ = ["DEFAULT_MMR_THRESHOLD", "check_mmr_threshold", "maximal_marginal_relevance", "top_k"]
 
@@ -41,19 +42,10 @@ def check_mmr_threshold(threshold: Any) -> float:
 def maximal_marginal_relevance(
     query: np.ndarray, vectors: np.ndarray, k: int, threshold: float = DEFAULT_MMR_THRESHOLD
 ) -> list[int]:
-    """Pick ``k`` candidates trading relevance to the query against redundancy.
+    """MMR picks (see :func:`magnetic_core.ranking.maximal_marginal_relevance`).
 
-    Each step takes the candidate maximising
-    ``threshold * cos(query, c) - (1 - threshold) * max cos(c, already picked)``.
-
-    Args:
-        query: the unit query vector, shape ``(d,)``.
-        vectors: unit candidate vectors, shape ``(n, d)``.
-        k: how many to pick (at most ``n``).
-        threshold: 1.0 ranks by relevance alone, 0.0 by diversity alone.
-
-    Returns:
-        Indices into ``vectors``, in the order picked.
+    ``threshold`` is LlamaIndex's ``mmr_threshold``: 1.0 ranks by relevance alone, 0.0 by
+    diversity alone.
 
     Raises:
         InvalidInputError: ``threshold`` outside ``[0, 1]``.
@@ -64,20 +56,4 @@ def maximal_marginal_relevance(
         >>> maximal_marginal_relevance(q, v, 2, threshold=0.3)
         [0, 2]
     """
-    threshold = check_mmr_threshold(threshold)
-    n = vectors.shape[0]
-    if n == 0 or k <= 0:
-        return []
-    relevance = vectors @ query
-    redundancy = np.full(n, -np.inf)
-    available = np.ones(n, dtype=bool)
-    picked: list[int] = []
-    for _ in range(min(k, n)):
-        penalty = np.where(np.isfinite(redundancy), redundancy, 0.0)
-        score = threshold * relevance - (1.0 - threshold) * penalty
-        score[~available] = -np.inf
-        best = int(np.argmax(score))
-        picked.append(best)
-        available[best] = False
-        redundancy = np.maximum(redundancy, vectors @ vectors[best])
-    return picked
+    return core_mmr(query, vectors, k, check_mmr_threshold(threshold))
