@@ -24,7 +24,7 @@ def maximal_marginal_relevance(
 
     Example:
         >>> v = np.array([[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]])
-        >>> maximal_marginal_relevance(np.array([1.0, 0.0]), v, 2, 0.5)
+        >>> maximal_marginal_relevance(np.array([1.0, 0.0]), v, 2, 0.3)
         [0, 2]
     """
     n = vectors.shape[0]
