@@ -50,12 +50,14 @@ class MagneticMemory:
             ``EphemeralClient``). A client passed in is not closed by :meth:`close`.
 
     Example:
+        >>> import tempfile
         >>> from magnetic_core import HashingEmbedder, MagneticMemory
-        >>> with MagneticMemory(path=str(tmp), embedder=HashingEmbedder()) as mem:  # doctest: +SKIP
-        ...     mem.add(["the cat sat on the mat"], ids=["c1"])
-        ...     mem.search("cat", k=1)[0].id
-        ['c1']
-        'c1'
+        >>> with MagneticMemory(path=tempfile.mkdtemp(), embedder=HashingEmbedder()) as mem:
+        ...     mem.add(["the cat sat on the mat", "stocks fell"], ids=["c1", "c2"])
+        ...     hit = mem.search("a cat on a mat", k=1)[0]
+        ['c1', 'c2']
+        >>> hit.id, hit.text, hit.group_id == hit.cell.group_id
+        ('c1', 'the cat sat on the mat', True)
     """
 
     def __init__(
@@ -446,7 +448,8 @@ class MagneticMemory:
                 modify the dict).
             explain: attach each hit's route (stages, centroid similarity, boost).
             vector: a query embedding to use instead of embedding ``query``.
-            n_probe: groups to probe (default from the config).
+            n_probe: groups to probe; given here, exactly this many (default: the config's
+                ``n_probe``, widened to hold at least ``probe_cells`` cells).
             entity_boost: boost for cells holding a query entity (default from the config).
             lexical_weight: weight of the BM25 score of the query's words (default from the
                 config; needs ``query`` text, 0 turns the lexical stage off).
@@ -476,6 +479,7 @@ class MagneticMemory:
             lexical_weight=self.config.lexical_weight if lexical_weight is None else lexical_weight,
             sketch_rank=self.config.sketch_rank,
             rerank=self.config.rerank,
+            min_cells=self.config.probe_cells if n_probe is None else 0,
         )
         with self._lock.read():
             found = run_search(self._index, self._catalog, plan)

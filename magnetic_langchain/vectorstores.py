@@ -471,9 +471,17 @@ class MagneticVectorStore(VectorStore):
         """The engine's own hits for ``query``: cell, cosine score, group id and label.
 
         Example:
-            >>> hit = vector_store.search_hits("cat", k=1)[0]  # doctest: +SKIP
-            >>> hit.id, hit.group_label  # doctest: +SKIP
-            ('1', 'cat mat sat')
+            >>> import tempfile
+            >>> from magnetic_core import HashingEmbedder
+            >>> from magnetic_langchain import MagneticEmbeddings, MagneticVectorStore
+            >>> vector_store = MagneticVectorStore(
+            ...     MagneticEmbeddings(HashingEmbedder()), path=tempfile.mkdtemp()
+            ... )
+            >>> vector_store.add_texts(["the cat sat on the mat"], ids=["1"])
+            ['1']
+            >>> hit = vector_store.search_hits("cat", k=1)[0]
+            >>> hit.id, hit.group_label
+            ('1', 'cat / mat / sat')
         """
         return self._bridge.search(query, None, k, filter, kwargs)
 
