@@ -20,20 +20,25 @@ from benchmarks.latency_recall import EMBEDDER_NAME, K, reuters, time_queries
 from magnetic_core import MemoryConfig
 from magnetic_core.eval import exact_knn, recall_at_k_tie_aware
 
-PROBES = (4, 8, 16, 32, 64, 128)
+PROBES = (8, 16, 32, 64, 96, 128, 192)
+BUDGETS = (0, 2048, 4096, 8192, 16384)
 
 
-def build(base: np.ndarray, texts: list[str], config: MemoryConfig) -> Any:
-    """An in-memory MagneticMemory holding ``base``."""
+def build(base: np.ndarray, texts: list[str], config: MemoryConfig, rebalance_from: int = 0) -> Any:
+    """An in-memory MagneticMemory holding ``base`` (optionally with Lloyd rebalancing)."""
     memory = common.unpersisted(
         common.in_memory(common.VectorsOnly(EMBEDDER_NAME, base.shape[1]), config)
     )
+    if rebalance_from:
+        # An engine option not exposed in MemoryConfig: set it on the fresh, empty index.
+        memory._index.rebalance_from = rebalance_from
+        memory._index._next_rebalance = rebalance_from
     common.add_in_batches(memory, texts, base, 5000, [f"c{i}" for i in range(base.shape[0])])
     return memory
 
 
 def sweep(memory: Any, queries: np.ndarray, truth: np.ndarray, probes: tuple[int, ...]):
-    """(n_probe, p50, p95, recall) for each n_probe."""
+    """(n_probe, p50, p95, recall) for each n_probe (exactly that many groups)."""
     points = []
     for n_probe in probes:
 
@@ -51,6 +56,28 @@ def sweep(memory: Any, queries: np.ndarray, truth: np.ndarray, probes: tuple[int
     return points
 
 
+def budget_sweep(memory: Any, queries: np.ndarray, truth: np.ndarray) -> list[dict[str, Any]]:
+    """Default search (n_probe from the config) for several ``probe_cells`` budgets."""
+    default = memory.config
+    points = []
+    for cells in BUDGETS:
+        memory.config = default.with_changes(probe_cells=cells)
+
+        def search(i: int) -> list[float]:
+            return [h.score for h in memory.search(vector=queries[i], k=K)]
+
+        lat, found = time_queries(search, queries.shape[0])
+        points.append(
+            {
+                "n_probe": f"{cells} cells",
+                **lat,
+                "recall_at_10": round(recall_at_k_tie_aware(found, truth, K), 4),
+            }
+        )
+    memory.config = default
+    return points
+
+
 def run(n: int, n_queries: int, smoke: bool) -> list[dict[str, Any]]:
     """Every variant; returns one record per variant with its curve."""
     vecs, texts, _ = reuters(n, n_queries, smoke)
@@ -64,12 +91,14 @@ def run(n: int, n_queries: int, smoke: bool) -> list[dict[str, Any]]:
     variants: list[tuple[str, str, dict[str, Any]]] = [("default", "default", {})]
     variants += [
         ("percentile", f"percentile={p}", {"calibration_percentile": float(p)})
-        for p in (10, 50, 75)
+        for p in (10, 25, 50)
     ]
     variants += [("cap", f"max_group_size={c}", {"max_group_size": c}) for c in (64, 128, 512)]
+    variants += [("percentile", "Lloyd rebalance at 4096*2^k", {"rebalance_from": 4096})]
     records = []
     for family, name, changes in variants:
-        memory = build(base, btexts, default.with_changes(**changes))
+        rebalance = changes.pop("rebalance_from", 0)
+        memory = build(base, btexts, default.with_changes(**changes), rebalance)
         stats = memory.stats()
         curve = sweep(memory, queries, truth, PROBES)
         records.append(
@@ -90,18 +119,26 @@ def run(n: int, n_queries: int, smoke: bool) -> list[dict[str, Any]]:
             flush=True,
         )
         if family == "default":
-            for rank in (0, 64, 128):
-                memory.config = default.with_changes(sketch_rank=rank)
+            for rank, rerank in ((0, 256), (64, 256), (96, 256), (128, 128)):
+                memory.config = default.with_changes(sketch_rank=rank, rerank=rerank)
                 curve = sweep(memory, queries, truth, PROBES)
                 records.append(
                     {
                         "family": "sketch",
-                        "variant": f"sketch_rank={rank}",
+                        "variant": f"sketch_rank={rank}, rerank={rerank}",
                         "groups": stats.groups,
                         "curve": curve,
                     }
                 )
             memory.config = default
+            records.append(
+                {
+                    "family": "sketch",
+                    "variant": "default n_probe, probe_cells budget",
+                    "groups": stats.groups,
+                    "curve": budget_sweep(memory, queries, truth),
+                }
+            )
         memory.close()
     return records
 

@@ -25,6 +25,9 @@ class MemoryConfig:
         calibration_percentile: percentile (0-100) of nearest-neighbour similarity used.
         max_group_size: a group that grows past this many cells is split in two (2-means).
         n_probe: number of groups, best by centroid similarity, whose cells are scored.
+        probe_cells: keep adding groups (in centroid order) until the probed groups hold at
+            least this many cells, so the work per query does not depend on group sizes
+            (0 probes exactly ``n_probe`` groups).
         entity_boost: added to the ranking score of cells that contain an entity of the query.
         lexical_weight: weight of the BM25 lexical score fused with the cosine score: each
             candidate gains ``lexical_weight`` times its BM25 over the query's best BM25, and
@@ -43,13 +46,14 @@ class MemoryConfig:
     join_threshold: float | None = None
     provisional_threshold: float = 0.5
     calibration_size: int = 256
-    calibration_percentile: float = 25.0
+    calibration_percentile: float = 5.0
     max_group_size: int = 256
     n_probe: int = 32
+    probe_cells: int = 16384
     entity_boost: float = 0.1
     lexical_weight: float = 0.3
-    sketch_rank: int = 96
-    rerank: int = 128
+    sketch_rank: int = 128
+    rerank: int = 256
     merge_threshold: float = 0.85
     chunk_size: int = 256
 
@@ -63,6 +67,7 @@ class MemoryConfig:
         _check_int("calibration_size", self.calibration_size, 2)
         _check_int("max_group_size", self.max_group_size, 2)
         _check_int("n_probe", self.n_probe, 1)
+        _check_int("probe_cells", self.probe_cells, 0)
         _check_int("chunk_size", self.chunk_size, 1)
         _check_int("sketch_rank", self.sketch_rank, 0)
         _check_int("rerank", self.rerank, 1)

@@ -90,9 +90,15 @@ class HierIndex:
         max_group_size: a group that grows past this is split by 2-means.
     """
 
-    def __init__(self, dim: int, max_group_size: int) -> None:
+    def __init__(self, dim: int, max_group_size: int, rebalance_from: int = 0) -> None:
         self.dim = dim
         self.max_group_size = max_group_size
+        # Online assignment files a cell under the best centroid *of its time*; centroids
+        # drift and new groups appear, so older cells end up misfiled and routing degrades.
+        # Each time the store reaches rebalance_from * 2**k cells (0: never), one Lloyd pass
+        # refiles every cell under its most similar centroid.
+        self.rebalance_from = rebalance_from
+        self._next_rebalance = rebalance_from if rebalance_from > 0 else -1
         self.groups: dict[str, Group] = {}
         self.slot_groups: list[Group] = []
         self._centroids = np.empty((64, dim), np.float32)
@@ -104,6 +110,7 @@ class HierIndex:
         self.centroid_epoch = 0
         # Search-side caches (a magnetic_core.sketch.Sketcher), owned by the search module.
         self.sketcher: Any = None
+        self.sizes_cache: tuple[int, np.ndarray] | None = None
 
     # -- structure -------------------------------------------------------------------
     @property
@@ -173,6 +180,46 @@ class HierIndex:
         for group in self.slot_groups:
             group.total = group.view.sum(axis=0, dtype=np.float64)
             self._refresh(group)
+        if self.rebalance_from > 0:
+            # Resume the schedule where a store that grew to this size would be.
+            self._next_rebalance = self.rebalance_from
+            while self._next_rebalance <= len(self.loc):
+                self._next_rebalance *= 2
+
+    def rebalance(self) -> int:
+        """One Lloyd pass: refile every cell under its most similar centroid.
+
+        Groups left empty are dropped, groups grown past the cap are split, and every
+        centroid is recomputed. Moved cells are noted for persistence.
+
+        Returns:
+            How many cells changed group.
+        """
+        groups = list(self.slot_groups)
+        if len(groups) < 2:
+            return 0
+        centroids = self.centroids.copy()
+        moves: list[tuple[str, Group, Group]] = []
+        for group in groups:
+            best = (group.view @ centroids.T).argmax(axis=1)
+            for row in np.flatnonzero(best != group.slot).tolist():
+                moves.append((group.ids[row], group, groups[int(best[row])]))
+        for cid, src, dst in moves:
+            dst.append(cid, src.pop(cid))
+            self.loc[cid] = dst
+            self.moved.add(cid)
+        for group in groups:
+            if group.n == 0:
+                self._drop_group(group)
+        for group in list(self.slot_groups):
+            group.total = group.view.sum(axis=0, dtype=np.float64)
+            self._refresh(group)
+        pending = [g for g in self.slot_groups if g.n > self.max_group_size]
+        while pending:
+            group = pending.pop()
+            new = self.split(group)
+            pending += [g for g in (group, new) if g.n > self.max_group_size]
+        return len(moves)
 
     def _take_seq(self, seq: int | None) -> int:
         if seq is None:
@@ -201,12 +248,14 @@ class HierIndex:
         all centroids is one (B, G) product, and only the columns of groups that change
         while the chunk is processed are recomputed, as (B, d) matrix-vector products.
         """
-        for start in range(0, len(ids), chunk):
-            self._assign_chunk(
+        start = 0
+        while start < len(ids):
+            start += self._assign_chunk(
                 ids[start : start + chunk], vectors[start : start + chunk], threshold
             )
 
-    def _assign_chunk(self, ids: Sequence[str], x: np.ndarray, threshold: float) -> None:
+    def _assign_chunk(self, ids: Sequence[str], x: np.ndarray, threshold: float) -> int:
+        """Assign rows in order; returns how many (fewer than all after a rebalance)."""
         b = len(ids)
         g0 = len(self.slot_groups)
         sims = np.empty((b, g0 + 2 * b + 1), np.float32)
@@ -245,6 +294,12 @@ class HierIndex:
                 new = self.split(group)
                 recompute(group.slot, i + 1)
                 recompute(new.slot, i + 1)
+            if len(self.loc) == self._next_rebalance:
+                # Every centroid may move: the rest of the chunk starts afresh.
+                self._next_rebalance *= 2
+                self.rebalance()
+                return i + 1
+        return b
 
     def split(self, group: Group) -> Group:
         """Split a group in two by 2-means; returns the new group. Moved cells are noted."""

@@ -1,6 +1,7 @@
 """Search through the concept layer: centroids, probed cells, entities, words, then fallback.
 
-1. Centroid stage: cosine of the query with every centroid; top ``n_probe`` groups. In large
+1. Centroid stage: cosine of the query with every centroid; the top ``n_probe`` groups, and
+   more until they hold ``min_cells`` cells (a work budget independent of group sizes). In large
    stores the centroids are first scored by their low-rank sketch and only the best few times
    ``n_probe`` are scored exactly.
 2. Cell stage: the probed groups' cells. Small probes are scored exactly, one product per
@@ -19,6 +20,7 @@ is exact flat search.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -49,6 +51,7 @@ class SearchPlan:
     lexical_candidates: int = 50
     sketch_rank: int = 0
     rerank: int = 128  # at least 4 k are kept
+    min_cells: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         return []
     q = plan.vector
     sketcher = _sketcher(index, plan)
-    probe = _probe(index, q, plan.n_probe, sketcher)
+    probe = _probe(index, q, plan.n_probe, plan.min_cells, sketcher)
     centroid_slots = set(probe.tolist())
     boosted = catalog.cells_with(plan.entities, plan.max_entity_share) if plan.entities else set()
     routed = (
@@ -105,7 +108,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
     use_sketch = (
         sketcher is not None
         and plan.predicate is None
-        and len(slots) < n_groups
+        and plan.n_probe < n_groups
         and sum([index.slot_groups[s].n for s in slots]) > 16 * max(plan.rerank, 4 * plan.k)
     )
     if use_sketch:
@@ -170,20 +173,47 @@ def _sketcher(index: HierIndex, plan: SearchPlan) -> Sketcher | None:
     return sketcher if sketcher.ready(index) else None
 
 
-def _probe(index: HierIndex, q: np.ndarray, n_probe: int, sketcher: Sketcher | None) -> np.ndarray:
-    """Slots of the ``n_probe`` groups whose centroids are most similar to the query."""
+def _probe(
+    index: HierIndex, q: np.ndarray, n_probe: int, min_cells: int, sketcher: Sketcher | None
+) -> np.ndarray:
+    """Slots of the groups to probe, most similar centroid first.
+
+    At least ``n_probe`` groups, and more while they hold fewer than ``min_cells`` cells
+    together, so the work (and the recall) does not depend on how large the groups are.
+    """
     n_groups = len(index.slot_groups)
     if n_probe >= n_groups:
         return np.arange(n_groups)
-    centroids = index.centroids
-    shortlist = 4 * n_probe
-    if sketcher is not None and n_groups > 4 * shortlist:
+    sizes = _group_sizes(index)
+    want = n_probe
+    if min_cells > 0:
+        want = max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
+    if want >= n_groups:
+        cand = np.arange(n_groups)
+        sims = index.centroids @ q
+    elif sketcher is not None and n_groups > 16 * want:
         approx = sketcher.of_centroids(index) @ sketcher.project(q)
-        slots = np.argpartition(-approx, shortlist - 1)[:shortlist]
-        sims = centroids[slots] @ q
-        return slots[np.argpartition(-sims, n_probe - 1)[:n_probe]]
-    sims = centroids @ q
-    return np.argpartition(-sims, n_probe - 1)[:n_probe]
+        cand = np.argpartition(-approx, 4 * want - 1)[: 4 * want]
+        sims = np.empty(n_groups, np.float32)
+        sims[cand] = index.centroids[cand] @ q
+        cand = cand[np.argpartition(-sims[cand], want - 1)[:want]]
+    else:
+        sims = index.centroids @ q
+        cand = np.argpartition(-sims, want - 1)[:want]
+    cand = cand[np.argsort(-sims[cand], kind="stable")]
+    if min_cells <= 0:
+        return cand[:n_probe]
+    need = int(np.searchsorted(np.cumsum(sizes[cand]), min_cells)) + 1
+    return cand[: max(n_probe, need)]
+
+
+def _group_sizes(index: HierIndex) -> np.ndarray:
+    """Cell count per slot, cached until the hierarchy changes."""
+    cached = index.sizes_cache
+    if cached is None or cached[0] != index.centroid_epoch:
+        cached = (index.centroid_epoch, np.array([g.n for g in index.slot_groups]))
+        index.sizes_cache = cached
+    return cached[1]
 
 
 def _score_groups(
