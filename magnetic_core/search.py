@@ -236,8 +236,13 @@ def _sketch_pool(
     index: HierIndex, sketcher: Sketcher, slots: Sequence[int], q: np.ndarray, keep: int
 ) -> _Pool:
     """Score the slots' cells by sketch, then the best ``keep`` of them exactly."""
-    groups = [index.slot_groups[s] for s in slots]
     qr = sketcher.project(q)
+    packed = sketcher.packed(index) if len(slots) == len(index.slot_groups) else None
+    if packed is not None:
+        # Every group is probed (a store smaller than the budget): one product each way.
+        top = np.argpartition(-(packed.sketches @ qr), keep - 1)[:keep]
+        return _Pool([packed.ids[i] for i in top.tolist()], packed.vectors[top] @ q)
+    groups = [index.slot_groups[s] for s in slots]
     approx = np.concatenate([sketcher.of_group(g) @ qr for g in groups])
     offsets = np.cumsum([0] + [g.n for g in groups])
     top = np.sort(np.argpartition(-approx, keep - 1)[:keep])
