@@ -230,7 +230,7 @@ def bench_faiss(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> dic
     nlist = max(1, int(4 * math.sqrt(n)))
     index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
     data = np.ascontiguousarray(base, dtype=np.float32)
-    sample = data[np.random.default_rng(0).permutation(n)[: min(n, 100 * nlist)]]
+    sample = data[np.random.default_rng(0).permutation(n)[: min(n, 40 * nlist, 60_000)]]
     t0 = time.perf_counter()
     index.train(sample)
     index.add(data)
@@ -311,7 +311,7 @@ def bench_size(
     """Every system at one N, in this process, on the same vectors and queries."""
     n = base.shape[0]
     print(f"N={n}: exact truth", flush=True)
-    _, truth = exact_knn(base, queries, K)
+    _, truth = exact_knn(base, queries, K, block=64)
     lat, found = time_queries(lambda i: flat_search(base, queries[i]), flat_queries)
     rows = [system_row("numpy-flat", lat, found, truth)]
     with tempfile.TemporaryDirectory(prefix="magbench-") as tmp:
