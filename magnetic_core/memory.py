@@ -5,36 +5,43 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from magnetic_core.calibration import Calibration
 from magnetic_core.catalog import Catalog, CellRecord
-from magnetic_core.clustering import calibrate_threshold, normalize, plan_merge_pairs
-from magnetic_core.codec import validate_metadata
+from magnetic_core.clustering import normalize
 from magnetic_core.concurrency import RWLock
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import Embedder, default_embedder, embed_checked, validate_vectors
 from magnetic_core.entities import extract_entities
 from magnetic_core.errors import (
     ClosedError,
-    DuplicateIdError,
     EmptyTextError,
     InvalidInputError,
     PersistenceError,
 )
 from magnetic_core.filters import Predicate, compile_filter
-from magnetic_core.index import Group, HierIndex
+from magnetic_core.hierarchy import cell_view, group_info, hit_view, merge_plan, stats_view
+from magnetic_core.index import HierIndex
+from magnetic_core.inputs import check_id_list, check_k, validate_batch, validate_batch_vectors
 from magnetic_core.lexical import LexicalIndex
-from magnetic_core.persistence import ChromaStore, encode_row, open_client
+from magnetic_core.persistence import ChromaStore, open_client
 from magnetic_core.search import SearchPlan, run_search
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Stats
+from magnetic_core.writeback import WriteBack
 
 __all__ = ["MagneticMemory"]
 
 logger = logging.getLogger(__name__)
+
+
+def _now() -> float:
+    # Millisecond resolution: Chroma keeps about 16 significant digits of a float, so a
+    # finer timestamp would not read back equal after reopening.
+    return round(time.time(), 3)
 
 
 class MagneticMemory:
@@ -95,7 +102,7 @@ class MagneticMemory:
     @property
     def join_threshold(self) -> float:
         """The join threshold in force (configured, calibrated or provisional)."""
-        return self._threshold
+        return self._calibration.threshold
 
     @property
     def client(self) -> Any:
@@ -104,6 +111,7 @@ class MagneticMemory:
 
     # -- lifecycle -------------------------------------------------------------------
     def _load(self) -> None:
+        """Rebuild the in-memory index from the cells collection (the source of truth)."""
         self._index = HierIndex(self.embedder.dim, self.config.max_group_size)
         self._catalog = Catalog()
         for row in self._store.load():
@@ -120,22 +128,8 @@ class MagneticMemory:
                 ),
             )
         self._index.finish_placing()
-        settings = self._store.settings()
-        self._calibrated_n = int(settings.get("mag_calibrated_n", 0))
-        if self.config.join_threshold is not None:
-            self._threshold, self._threshold_source = self.config.join_threshold, "configured"
-        elif "mag_threshold" in settings:
-            self._threshold, self._threshold_source = float(settings["mag_threshold"]), "calibrated"
-        else:
-            self._threshold = self.config.provisional_threshold
-            self._threshold_source = "provisional"
-        # The groups collection is only a cache: rewrite entries that disagree with the cells.
-        stored = self._store.group_sizes()
-        self._persisted: dict[str, int] = {
-            gid: g.version for gid, g in self._index.groups.items() if stored.get(gid) == g.n
-        }
-        self._persisted.update({gid: -1 for gid in stored.keys() - self._index.groups.keys()})
-        self._sync_groups()
+        self._calibration = Calibration(self.config, self._store.settings())
+        self._writeback = WriteBack(self._store, self._index, self._catalog)
 
     def close(self) -> None:
         """Release the Chroma client (only when this memory opened it). Idempotent."""
@@ -184,16 +178,11 @@ class MagneticMemory:
             EmbeddingError: the embedder failed.
         """
         self._check_open()
-        texts, metas, ids = self._validate_batch(texts, metadatas, ids)
+        texts, metas, ids = validate_batch(texts, metadatas, ids)
         if not texts:
             return []
         if vectors is not None:
-            vecs = validate_vectors(vectors, self.dim)
-            if vecs.shape[0] != len(texts):
-                raise InvalidInputError(
-                    f"got {vecs.shape[0]} vectors for {len(texts)} texts",
-                    hint="pass one vector per text",
-                )
+            vecs = validate_batch_vectors(vectors, len(texts), self.dim)
         else:
             vecs = embed_checked(self.embedder, texts)
         vecs = normalize(vecs)
@@ -203,39 +192,6 @@ class MagneticMemory:
             self._write(ids, vecs, texts, metas, entities)
         return list(ids)
 
-    def _validate_batch(
-        self,
-        texts: Sequence[str],
-        metadatas: Sequence[Mapping[str, Any] | None] | None,
-        ids: Sequence[str] | None,
-    ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-        if isinstance(texts, str):
-            raise InvalidInputError(
-                "texts must be a list of strings, got one string", hint="wrap it: [text]"
-            )
-        texts = list(texts)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InvalidInputError(f"text {i} is {type(text).__name__}, not str")
-            if not text.strip():
-                raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
-        if metadatas is not None and len(metadatas) != len(texts):
-            raise InvalidInputError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
-        metas = [validate_metadata(m, i) for i, m in enumerate(metadatas or [None] * len(texts))]
-        if ids is None:
-            ids = [str(uuid.uuid4()) for _ in texts]
-        ids = list(ids)
-        if len(ids) != len(texts):
-            raise InvalidInputError(f"got {len(ids)} ids for {len(texts)} texts")
-        for i, cid in enumerate(ids):
-            if not isinstance(cid, str) or not cid:
-                raise InvalidInputError(f"id {i} must be a non-empty string, got {cid!r}")
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            dup = next(c for c in ids if c in seen or seen.add(c))  # type: ignore[func-returns-value]
-            raise DuplicateIdError(f"id {dup!r} appears twice", hint="give each text its own id")
-        return texts, metas, ids
-
     def _write(
         self,
         ids: list[str],
@@ -244,110 +200,17 @@ class MagneticMemory:
         metas: list[dict[str, Any]],
         entities: list[tuple[str, ...]],
     ) -> None:
-        now = time.time()
+        now = _now()
         records = self._catalog.records
         created = [records[c].created_at if c in records else now for c in ids]
         try:
-            self._assign(ids, vecs)
+            self._calibration.assign(self._index, ids, vecs, self._store.save_settings)
             for i, cid in enumerate(ids):
                 self._catalog.put(cid, CellRecord(texts[i], metas[i], entities[i], created[i], now))
-            self._persist_cells(set(ids))
+            self._writeback.cells(ids)
         except PersistenceError:
             self._load()
             raise
-
-    def _assign(self, ids: list[str], vecs: np.ndarray) -> None:
-        """Assign in order, recalibrating at each checkpoint the count reaches on the way.
-
-        Checkpoints are fixed counts (32, 64, ... up to ``calibration_size``), so adding a
-        batch gives the same hierarchy as adding its cells one at a time.
-        """
-        index, cfg = self._index, self.config
-        while ids:
-            target = self._next_checkpoint()
-            if target is None:
-                index.assign(ids, vecs, self._threshold, cfg.chunk_size)
-                return
-            new = np.fromiter((c not in index.loc for c in ids), dtype=bool, count=len(ids))
-            at = np.flatnonzero(len(index) + np.cumsum(new) >= target)
-            if not at.size:
-                index.assign(ids, vecs, self._threshold, cfg.chunk_size)
-                return
-            cut = int(at[0]) + 1
-            index.assign(ids[:cut], vecs[:cut], self._threshold, cfg.chunk_size)
-            self._calibrate()
-            ids, vecs = ids[cut:], vecs[cut:]
-
-    def _next_checkpoint(self) -> int | None:
-        if self._threshold_source == "configured":
-            return None
-        size, point = self.config.calibration_size, min(32, self.config.calibration_size)
-        while point <= self._calibrated_n and point < size:
-            point = min(point * 2, size)
-        return point if point > self._calibrated_n else None
-
-    def _calibrate(self) -> None:
-        order = list(self._index.loc)
-        sample = np.stack([self._index.vector(c) for c in order])
-        threshold = calibrate_threshold(sample, self.config.calibration_percentile)
-        logger.info("calibrated join threshold %.3f from %d cells", threshold, len(order))
-        self._store.save_settings(mag_threshold=threshold, mag_calibrated_n=len(order))
-        self._threshold, self._threshold_source = threshold, "calibrated"
-        self._calibrated_n = len(order)
-        self._index.regroup(threshold, self.config.chunk_size)
-
-    def _persist_cells(self, ids: set[str]) -> None:
-        """Write the given cells, the group id of every cell that moved, then the group cache.
-
-        Cells that only changed group (splits, merges, regrouping) get a metadata-only update,
-        which does not make Chroma re-index their unchanged vectors.
-        """
-        live = self._index.loc.keys()
-        moved = (self._index.take_moved() - ids) & live
-        ids = ids & live
-        for chosen, full in ((ids, True), (moved, False)):
-            order = sorted(chosen, key=self._index.seq.__getitem__)
-            if not order:
-                continue
-            records = self._catalog.records
-            rows = []
-            for cid in order:
-                r = records[cid]
-                rows.append(
-                    encode_row(
-                        group_id=self._index.loc[cid].gid,
-                        metadata=r.metadata,
-                        entities=r.entities,
-                        created_at=r.created_at,
-                        updated_at=r.updated_at,
-                        seq=self._index.seq[cid],
-                        contradictions=r.contradictions,
-                    )
-                )
-            if full:
-                vectors = np.stack([self._index.vector(c) for c in order])
-                self._store.write_cells(order, vectors, [records[c].text for c in order], rows)
-            else:
-                self._store.relocate_cells(order, rows)
-        self._sync_groups()
-
-    def _sync_groups(self) -> None:
-        groups = self._index.groups
-        changed = [g for gid, g in groups.items() if self._persisted.get(gid) != g.version]
-        gone = [gid for gid in self._persisted if gid not in groups]
-        if changed:
-            self._store.write_groups(
-                [g.gid for g in changed],
-                np.stack([self._index.centroids[g.slot] for g in changed]),
-                [g.n for g in changed],
-            )
-        if gone:
-            self._store.delete_groups(gone)
-        for gid in gone:
-            del self._persisted[gid]
-            self._catalog.forget_label(gid)
-        for g in changed:
-            self._persisted[g.gid] = g.version
 
     def delete(
         self, ids: Sequence[str] | None = None, filter: Mapping[str, Any] | Predicate | None = None
@@ -364,8 +227,7 @@ class MagneticMemory:
             raise InvalidInputError(
                 "delete() needs ids or a filter", hint="use clear() to delete everything"
             )
-        if isinstance(ids, str):
-            raise InvalidInputError("ids must be a list of strings", hint="wrap it: [id]")
+        check_id_list(ids)
         predicate = compile_filter(filter)
         with self._lock.write():
             records = self._catalog.records
@@ -380,7 +242,7 @@ class MagneticMemory:
                 for cid in targets:
                     self._index.remove(cid)
                     self._catalog.drop(cid)
-                self._persist_cells(set())
+                self._writeback.cells()
             except PersistenceError:
                 self._load()
                 raise
@@ -407,13 +269,13 @@ class MagneticMemory:
             for cid in (cell_a, cell_b):
                 if cid not in records:
                     raise InvalidInputError(f"no cell with id {cid!r}")
-            now = time.time()
+            now = _now()
             for me, other in ((cell_a, cell_b), (cell_b, cell_a)):
                 links = records[me].contradictions
                 if not any(link["other"] == other for link in links):
                     links.append({"other": other, "explanation": explanation, "at": now})
             try:
-                self._persist_cells({cell_a, cell_b})
+                self._writeback.cells([cell_a, cell_b])
             except PersistenceError:
                 self._load()
                 raise
@@ -458,8 +320,7 @@ class MagneticMemory:
             Hits, best first.
         """
         self._check_open()
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise InvalidInputError(f"k must be a non-negative integer, got {k!r}")
+        check_k(k)
         predicate = compile_filter(filter)
         if vector is not None:
             q = normalize(validate_vectors(vector, self.dim, what="query vector"))[0]
@@ -483,26 +344,7 @@ class MagneticMemory:
         )
         with self._lock.read():
             found = run_search(self._index, self._catalog, plan)
-            return [
-                Hit(
-                    cell=self._cell(c.id),
-                    score=c.score,
-                    rank_score=c.rank_score,
-                    group_id=c.group.gid,
-                    group_label=self._label(c.group)[0],
-                    route=Route(
-                        stages=c.stages,
-                        centroid_similarity=c.centroid_similarity,
-                        boost=c.boost,
-                        lexical=c.lexical,
-                        fallback_ran=c.fallback_ran,
-                        probed_groups=c.probed_groups,
-                    )
-                    if explain
-                    else None,
-                )
-                for c in found
-            ]
+            return [hit_view(self._index, self._catalog, c, explain) for c in found]
 
     def get(
         self,
@@ -516,8 +358,7 @@ class MagneticMemory:
         ``filter`` is a ``where`` dict or a predicate, as in :meth:`search`.
         """
         self._check_open()
-        if isinstance(ids, str):
-            raise InvalidInputError("ids must be a list of strings", hint="wrap it: [id]")
+        check_id_list(ids)
         predicate = compile_filter(filter)
         with self._lock.read():
             records = self._catalog.records
@@ -550,27 +391,14 @@ class MagneticMemory:
         return self.count()
 
     def _cell(self, cid: str) -> Cell:
-        r = self._catalog.records[cid]
-        return Cell(
-            id=cid,
-            text=r.text,
-            metadata=dict(r.metadata),
-            group_id=self._index.loc[cid].gid,
-            entities=r.entities,
-            created_at=r.created_at,
-            updated_at=r.updated_at,
-            contradictions=tuple(dict(link) for link in r.contradictions),
-        )
-
-    def _label(self, group: Group) -> tuple[str, tuple[str, ...]]:
-        return self._catalog.label(group.gid, group.version, group.ids)
+        return cell_view(self._index, self._catalog, cid)
 
     # -- the hierarchy ---------------------------------------------------------------
     def groups(self) -> list[GroupInfo]:
         """Every group, largest first."""
         self._check_open()
         with self._lock.read():
-            infos = [self._group_info(g) for g in self._index.slot_groups]
+            infos = [group_info(self._index, self._catalog, g) for g in self._index.slot_groups]
         return sorted(infos, key=lambda g: (-g.size, g.id))
 
     def group(self, group_id: str) -> GroupInfo:
@@ -580,42 +408,19 @@ class MagneticMemory:
             group = self._index.groups.get(group_id)
             if group is None:
                 raise InvalidInputError(f"no group with id {group_id!r}")
-            return self._group_info(group)
-
-    def _group_info(self, group: Group) -> GroupInfo:
-        sims = group.view @ self._index.centroids[group.slot]
-        order = np.argsort(-sims, kind="stable")
-        label, entities = self._label(group)
-        return GroupInfo(
-            id=group.gid,
-            label=label,
-            size=group.n,
-            entities=entities,
-            cell_ids=tuple(group.ids[i] for i in order),
-            cohesion=float(sims.mean()),
-        )
+            return group_info(self._index, self._catalog, group)
 
     def stats(self) -> Stats:
         """Counts and health metrics of the hierarchy."""
         self._check_open()
         with self._lock.read():
-            groups = self._index.slot_groups
-            sizes = np.array([g.n for g in groups]) if groups else np.zeros(0)
-            cohesion = sum(float((g.view @ self._index.centroids[g.slot]).sum()) for g in groups)
-            n = len(self._index)
-            return Stats(
-                count=n,
-                groups=len(groups),
-                singleton_groups=int((sizes == 1).sum()),
-                largest_group=int(sizes.max()) if groups else 0,
-                mean_group_size=float(sizes.mean()) if groups else 0.0,
-                mean_cohesion=cohesion / n if n else 0.0,
-                join_threshold=self._threshold,
-                threshold_source=self._threshold_source,
+            return stats_view(
+                self._index,
+                self._catalog,
+                threshold=self._calibration.threshold,
+                threshold_source=self._calibration.source,
                 embedder=self.embedder.name,
-                dim=self.dim,
                 namespace=self.namespace,
-                entities=len(self._catalog.entity_cells),
             )
 
     def plan_merges(self, threshold: float | None = None) -> MergePlan:
@@ -629,18 +434,7 @@ class MagneticMemory:
         if not -1.0 <= threshold <= 1.0:
             raise InvalidInputError(f"threshold must be in [-1, 1], got {threshold!r}")
         with self._lock.read():
-            groups = self._index.slot_groups
-            sizes = np.array([g.n for g in groups])
-            pairs = plan_merge_pairs(
-                self._index.centroids, threshold, sizes, self.config.max_group_size
-            )
-            named = tuple(
-                (groups[i].gid, groups[j].gid, sim)
-                if groups[i].n >= groups[j].n
-                else (groups[j].gid, groups[i].gid, sim)
-                for i, j, sim in pairs
-            )
-        return MergePlan(pairs=named, threshold=threshold)
+            return merge_plan(self._index, threshold, self.config.max_group_size)
 
     def apply_merges(self, plan: MergePlan) -> list[str]:
         """Merge the planned groups (skipping pairs that no longer exist); returns kept ids."""
@@ -653,7 +447,7 @@ class MagneticMemory:
                     if keep in groups and absorb in groups and keep != absorb:
                         self._index.merge(groups[keep], groups[absorb])
                         kept.append(keep)
-                self._persist_cells(set())
+                self._writeback.cells()
             except PersistenceError:
                 self._load()
                 raise

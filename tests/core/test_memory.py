@@ -86,7 +86,7 @@ def test_k_results_whenever_k_cells_exist(tmp_path):
     ) as mem:
         mem.add([f"doc {i}" for i in range(300)], vectors=vecs, ids=[str(i) for i in range(300)])
         assert mem.stats().groups > 1
-        hits = mem.search(vector=vecs[0], k=250, explain=True)
+        hits = mem.search(vector=vecs[0], k=250, explain=True, n_probe=1)
         assert len(hits) == 250
         assert any(h.route.fallback_ran for h in hits)
         scores = [h.rank_score for h in hits]
@@ -379,3 +379,12 @@ def test_delete_with_an_empty_id_list_deletes_nothing(mem):
     assert mem.delete(ids=[]) == 0
     assert mem.delete(ids=[], filter={"i": 1}) == 0
     assert mem.count() == 5
+
+
+def test_cells_read_back_identical_after_reopening(tmp_path, hashing):
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        mem.add(TEXTS, metadatas=[{"i": i, "t": (i, "x")} for i in range(5)])
+        mem.mark_contradiction(mem.get()[0].id, mem.get()[1].id, "test link")
+        before = mem.get()
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        assert mem.get() == before  # text, metadata, group, entities, timestamps, links

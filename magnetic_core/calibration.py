@@ -1,0 +1,86 @@
+"""The join threshold in force, and its calibration from the data at fixed checkpoints."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from magnetic_core.clustering import calibrate_threshold
+from magnetic_core.config import MemoryConfig
+from magnetic_core.index import HierIndex
+
+__all__ = ["Calibration"]
+
+logger = logging.getLogger(__name__)
+
+
+class Calibration:
+    """Where the join threshold comes from: ``configured``, ``calibrated`` or ``provisional``.
+
+    Checkpoints are fixed counts (32, 64, ... up to ``calibration_size``): when the store
+    first reaches one, the threshold is recomputed from all cells and the hierarchy is
+    regrouped in insertion order. Because checkpoints depend only on counts, adding a batch
+    gives the same hierarchy as adding its cells one at a time.
+
+    Args:
+        config: the memory's settings.
+        settings: what the store persisted (``mag_threshold``, ``mag_calibrated_n``).
+    """
+
+    def __init__(self, config: MemoryConfig, settings: Mapping[str, Any]) -> None:
+        self.config = config
+        self.calibrated_n = int(settings.get("mag_calibrated_n", 0))
+        if config.join_threshold is not None:
+            self.threshold, self.source = config.join_threshold, "configured"
+        elif "mag_threshold" in settings:
+            self.threshold, self.source = float(settings["mag_threshold"]), "calibrated"
+        else:
+            self.threshold, self.source = config.provisional_threshold, "provisional"
+
+    def next_checkpoint(self) -> int | None:
+        """The cell count at which the next calibration happens (None: no more)."""
+        if self.source == "configured":
+            return None
+        size, point = self.config.calibration_size, min(32, self.config.calibration_size)
+        while point <= self.calibrated_n and point < size:
+            point = min(point * 2, size)
+        return point if point > self.calibrated_n else None
+
+    def assign(
+        self,
+        index: HierIndex,
+        ids: list[str],
+        vecs: np.ndarray,
+        save: Callable[..., None],
+    ) -> None:
+        """Assign cells in order, recalibrating at each checkpoint reached on the way.
+
+        ``save(**settings)`` persists a new threshold before the regrouping it causes.
+        """
+        chunk = self.config.chunk_size
+        while ids:
+            target = self.next_checkpoint()
+            if target is None:
+                index.assign(ids, vecs, self.threshold, chunk)
+                return
+            new = np.fromiter((c not in index.loc for c in ids), dtype=bool, count=len(ids))
+            at = np.flatnonzero(len(index) + np.cumsum(new) >= target)
+            if not at.size:
+                index.assign(ids, vecs, self.threshold, chunk)
+                return
+            cut = int(at[0]) + 1
+            index.assign(ids[:cut], vecs[:cut], self.threshold, chunk)
+            self._calibrate(index, save)
+            ids, vecs = ids[cut:], vecs[cut:]
+
+    def _calibrate(self, index: HierIndex, save: Callable[..., None]) -> None:
+        order = list(index.loc)
+        sample = np.stack([index.vector(c) for c in order])
+        threshold = calibrate_threshold(sample, self.config.calibration_percentile)
+        logger.info("calibrated join threshold %.3f from %d cells", threshold, len(order))
+        save(mag_threshold=threshold, mag_calibrated_n=len(order))
+        self.threshold, self.source, self.calibrated_n = threshold, "calibrated", len(order)
+        index.regroup(threshold, self.config.chunk_size)

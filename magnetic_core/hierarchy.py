@@ -1,0 +1,110 @@
+"""Read-only views of the hierarchy: cells, hits, group summaries, stats, merge plans."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from magnetic_core.catalog import Catalog
+from magnetic_core.clustering import plan_merge_pairs
+from magnetic_core.index import Group, HierIndex
+from magnetic_core.search import Candidate
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
+
+__all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
+
+
+def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
+    """The frozen public view of one stored cell (metadata copied)."""
+    record = catalog.records[cid]
+    return Cell(
+        id=cid,
+        text=record.text,
+        metadata=dict(record.metadata),
+        group_id=index.loc[cid].gid,
+        entities=record.entities,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        contradictions=tuple(dict(link) for link in record.contradictions),
+    )
+
+
+def hit_view(index: HierIndex, catalog: Catalog, found: Candidate, explain: bool) -> Hit:
+    """A search candidate as a public Hit, with its route when ``explain`` is set."""
+    group = found.group
+    route = None
+    if explain:
+        route = Route(
+            stages=found.stages,
+            centroid_similarity=found.centroid_similarity,
+            boost=found.boost,
+            lexical=found.lexical,
+            fallback_ran=found.fallback_ran,
+            probed_groups=found.probed_groups,
+        )
+    return Hit(
+        cell=cell_view(index, catalog, found.id),
+        score=found.score,
+        rank_score=found.rank_score,
+        group_id=group.gid,
+        group_label=catalog.label(group.gid, group.version, group.ids)[0],
+        route=route,
+    )
+
+
+def group_info(index: HierIndex, catalog: Catalog, group: Group) -> GroupInfo:
+    """Summary of one group; its cells ordered closest to the centroid first."""
+    sims = group.view @ index.centroids[group.slot]
+    order = np.argsort(-sims, kind="stable")
+    label, entities = catalog.label(group.gid, group.version, group.ids)
+    return GroupInfo(
+        id=group.gid,
+        label=label,
+        size=group.n,
+        entities=entities,
+        cell_ids=tuple(group.ids[i] for i in order),
+        cohesion=float(sims.mean()),
+    )
+
+
+def stats_view(
+    index: HierIndex,
+    catalog: Catalog,
+    *,
+    threshold: float,
+    threshold_source: str,
+    embedder: str,
+    namespace: str,
+) -> Stats:
+    """Counts and health metrics of the hierarchy."""
+    groups = index.slot_groups
+    sizes = np.array([g.n for g in groups]) if groups else np.zeros(0)
+    cohesion = sum(float((g.view @ index.centroids[g.slot]).sum()) for g in groups)
+    n = len(index)
+    return Stats(
+        count=n,
+        groups=len(groups),
+        singleton_groups=int((sizes == 1).sum()),
+        largest_group=int(sizes.max()) if groups else 0,
+        mean_group_size=float(sizes.mean()) if groups else 0.0,
+        mean_cohesion=cohesion / n if n else 0.0,
+        join_threshold=threshold,
+        threshold_source=threshold_source,
+        embedder=embedder,
+        dim=index.dim,
+        namespace=namespace,
+        entities=len(catalog.entity_cells),
+    )
+
+
+def merge_plan(index: HierIndex, threshold: float, max_group_size: int) -> MergePlan:
+    """Disjoint pairs of groups whose centroids reach ``threshold``; the larger one is kept."""
+    groups = index.slot_groups
+    sizes = np.array([g.n for g in groups])
+    pairs = plan_merge_pairs(index.centroids, threshold, sizes, max_group_size)
+    named = tuple(
+        (groups[i].gid, groups[j].gid, sim)
+        if groups[i].n >= groups[j].n
+        else (groups[j].gid, groups[i].gid, sim)
+        for i, j, sim in pairs
+    )
+    return MergePlan(pairs=named, threshold=threshold)

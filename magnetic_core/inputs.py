@@ -1,0 +1,74 @@
+"""Validation of what callers pass in, done before anything is written."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from magnetic_core.codec import validate_metadata
+from magnetic_core.embeddings import validate_vectors
+from magnetic_core.errors import DuplicateIdError, EmptyTextError, InvalidInputError
+
+__all__ = ["check_id_list", "check_k", "validate_batch", "validate_batch_vectors"]
+
+
+def validate_batch(
+    texts: Sequence[str],
+    metadatas: Sequence[Mapping[str, Any] | None] | None,
+    ids: Sequence[str] | None,
+) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """Texts, metadata copies and ids of one ``add`` call, or an error naming the bad item.
+
+    Missing ids become random UUIDs.
+    """
+    if isinstance(texts, str):
+        raise InvalidInputError(
+            "texts must be a list of strings, got one string", hint="wrap it: [text]"
+        )
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text {i} is {type(text).__name__}, not str")
+        if not text.strip():
+            raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
+    if metadatas is not None and len(metadatas) != len(texts):
+        raise InvalidInputError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+    metas = [validate_metadata(m, i) for i, m in enumerate(metadatas or [None] * len(texts))]
+    ids = [str(uuid.uuid4()) for _ in texts] if ids is None else list(ids)
+    if len(ids) != len(texts):
+        raise InvalidInputError(f"got {len(ids)} ids for {len(texts)} texts")
+    for i, cid in enumerate(ids):
+        if not isinstance(cid, str) or not cid:
+            raise InvalidInputError(f"id {i} must be a non-empty string, got {cid!r}")
+    seen: set[str] = set()
+    for cid in ids:
+        if cid in seen:
+            raise DuplicateIdError(f"id {cid!r} appears twice", hint="give each text its own id")
+        seen.add(cid)
+    return texts, metas, ids
+
+
+def validate_batch_vectors(vectors: Any, n: int, dim: int) -> np.ndarray:
+    """Caller-supplied embeddings for ``n`` texts as an (n, dim) float32 array."""
+    vecs = validate_vectors(vectors, dim)
+    if vecs.shape[0] != n:
+        raise InvalidInputError(
+            f"got {vecs.shape[0]} vectors for {n} texts", hint="pass one vector per text"
+        )
+    return vecs
+
+
+def check_k(k: Any) -> int:
+    """``k`` as a non-negative int, or an error."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InvalidInputError(f"k must be a non-negative integer, got {k!r}")
+    return k
+
+
+def check_id_list(ids: Any) -> None:
+    """Refuse a bare string where a list of ids is expected."""
+    if isinstance(ids, str):
+        raise InvalidInputError("ids must be a list of strings", hint="wrap it: [id]")
