@@ -1,0 +1,64 @@
+"""Cell records, the entity index, group labels and the BM25 lexical index."""
+
+from __future__ import annotations
+
+from magnetic_core.catalog import Catalog, CellRecord
+from magnetic_core.lexical import LexicalIndex
+
+
+def _record(text: str, entities: tuple[str, ...] = ()) -> CellRecord:
+    return CellRecord(text=text, metadata={}, entities=entities, created_at=0.0, updated_at=0.0)
+
+
+def test_entity_index_follows_puts_and_drops():
+    cat = Catalog()
+    cat.put("a", _record("see deploy.sh", ("deploy.sh",)))
+    cat.put("b", _record("also deploy.sh and ada@x.org", ("deploy.sh", "ada@x.org")))
+    assert cat.cells_with(["deploy.sh"], max_share=1.0) == {"a", "b"}
+    cat.put("b", _record("now only ada@x.org", ("ada@x.org",)))  # upsert replaces
+    assert cat.cells_with(["deploy.sh"], max_share=1.0) == {"a"}
+    cat.drop("a")
+    assert cat.cells_with(["deploy.sh"], max_share=1.0) == set()
+    assert "deploy.sh" not in cat.entity_cells
+
+
+def test_entities_in_too_many_cells_do_not_route():
+    cat = Catalog()
+    for i in range(400):
+        cat.put(str(i), _record(f"note {i} from reuters", ("reuters",)))
+    cat.put("x", _record("rare thing", ("zebra.py",)))
+    assert cat.cells_with(["reuters"], max_share=0.05) == set()
+    assert cat.cells_with(["zebra.py", "reuters"], max_share=0.05) == {"x"}
+
+
+def test_labels_name_what_is_characteristic_and_follow_versions():
+    cat = Catalog()
+    for i in range(30):
+        cat.put(f"n{i}", _record(f"the weekly market report number {i}"))
+    members = []
+    for i, text in enumerate(["sourdough bread rises", "bread dough and sourdough", "bread oven"]):
+        cat.put(f"b{i}", _record(text))
+        members.append(f"b{i}")
+    label, _ = cat.label("g1", 1, members)
+    assert label.split(" / ")[0] in {"bread", "sourdough"}
+    assert "market" not in label
+    cat.put("b3", _record("pizza pizza pizza pizza"))
+    assert cat.label("g1", 1, [*members, "b3"])[0] == label  # same version: cached
+    assert "pizza" in cat.label("g1", 2, ["b3"])[0]
+
+
+def test_bm25_ranks_rare_query_words_and_forgets_removed_cells():
+    lex = LexicalIndex()
+    lex.add("a", "mutations in the BRCA1 gene raise cancer risk")
+    lex.add("b", "the gene for eye colour")
+    lex.add("c", "cancer screening programmes")
+    ids, scores = lex.top(lex.query_terms("BRCA1 gene"), 3)
+    assert ids[0] == "a"
+    assert list(scores) == sorted(scores, reverse=True)
+    lex.remove("a")
+    ids, _ = lex.top(lex.query_terms("BRCA1 gene"), 3)
+    assert "a" not in ids and ids[0] == "b"
+    lex.add("b", "now about something else entirely")  # re-index replaces the old words
+    ids, _ = lex.top(lex.query_terms("eye colour"), 3)
+    assert "b" not in ids
+    assert len(lex) == 2
