@@ -194,31 +194,45 @@ def _sleep_and_check(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="magnetic", description=__doc__)
-    parser.add_argument("--path", default="./magnetic_memory", help="store directory")
-    parser.add_argument("--namespace", default="default")
+def _store_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """Options naming the store; accepted before or after the command."""
+
+    def default(value: object) -> object:
+        # After the command, an option left out must not reset what came before it.
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--path", default=default("./magnetic_memory"), help="store directory")
+    parser.add_argument("--namespace", default=default("default"))
     parser.add_argument(
         "--embedder",
         choices=["auto", "ollama", "minilm", "hashing"],
-        default="auto",
+        default=default("auto"),
         help="auto tries Ollama, then MiniLM, then the non-semantic hashing embedder",
     )
-    parser.add_argument("--threshold", type=float, help="fixed join threshold")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--threshold", type=float, default=default(None), help="join threshold")
+    parser.add_argument("-v", "--verbose", action="store_true", default=default(False))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="magnetic", description=__doc__)
+    _store_options(parser, defaults=True)
+    common = argparse.ArgumentParser(add_help=False)
+    _store_options(common, defaults=False)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="ingest the sample corpus, print groups and searches")
+    demo = sub.add_parser(
+        "demo", parents=[common], help="ingest the sample corpus, print groups and searches"
+    )
     demo.add_argument("--keep", dest="fresh", action="store_false", help="keep an existing store")
     demo.set_defaults(func=cmd_demo)
 
-    add = sub.add_parser("add", help="store texts")
+    add = sub.add_parser("add", parents=[common], help="store texts")
     add.add_argument("text", nargs="*")
     add.add_argument("--file", help="one memory per line")
     add.add_argument("--metadata", help="JSON object attached to each text")
     add.set_defaults(func=cmd_add)
 
-    search = sub.add_parser("search", help="search memories")
+    search = sub.add_parser("search", parents=[common], help="search memories")
     search.add_argument("query")
     search.add_argument("-k", type=int, default=5)
     search.add_argument("--filter", help='Chroma-style where, e.g. \'{"topic": "ai"}\'')
@@ -226,17 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true")
     search.set_defaults(func=cmd_search)
 
-    groups = sub.add_parser("groups", help="list concept groups")
+    groups = sub.add_parser("groups", parents=[common], help="list concept groups")
     groups.add_argument("--limit", type=int, default=50)
     groups.set_defaults(func=cmd_groups)
 
-    sub.add_parser("stats", help="hierarchy health").set_defaults(func=cmd_stats)
+    sub.add_parser("stats", parents=[common], help="hierarchy health").set_defaults(func=cmd_stats)
 
-    delete = sub.add_parser("delete", help="delete memories by id")
+    delete = sub.add_parser("delete", parents=[common], help="delete memories by id")
     delete.add_argument("ids", nargs="+")
     delete.set_defaults(func=cmd_delete)
 
-    sleep = sub.add_parser("sleep", help="merge groups whose centroids converged")
+    sleep = sub.add_parser("sleep", parents=[common], help="merge groups whose centroids converged")
     sleep.add_argument("--merge-threshold", type=float, default=None)
     sleep.add_argument("--dry-run", action="store_true")
     sleep.add_argument(

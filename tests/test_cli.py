@@ -77,3 +77,11 @@ def test_console_script_is_installed():
     assert script, "the magnetic console script is missing: pip install -e ."
     result = subprocess.run([script, "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "demo" in result.stdout
+
+
+def test_store_options_work_before_or_after_the_command(tmp_path):
+    path = str(tmp_path / "s")
+    assert run("add", "first memory", "--path", path, "--embedder", "hashing")[0] == 0
+    assert run("--path", path, "--embedder", "hashing", "add", "second memory")[0] == 0
+    code, out = run("--embedder", "hashing", "stats", "--path", path)
+    assert json.loads(out)["count"] == 2
