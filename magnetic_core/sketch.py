@@ -42,12 +42,19 @@ class Sketcher:
         rank: sketch dimension (0 disables sketches).
         min_cells: no sketches for stores smaller than this (exact scoring is cheap there).
         sample: at most this many cells are used to fit the basis.
+        min_energy: share of the data's second moment the basis must capture; below it the
+            sketch ranks too poorly to pre-select from (data spread evenly over all
+            directions), and probed cells are scored exactly instead.
     """
 
-    def __init__(self, rank: int, min_cells: int = 4096, sample: int = 16384) -> None:
+    def __init__(
+        self, rank: int, min_cells: int = 4096, sample: int = 16384, min_energy: float = 0.75
+    ) -> None:
         self.rank = rank
         self.min_cells = min_cells
         self.sample = sample
+        self.min_energy = min_energy
+        self.energy = 0.0
         self.basis: np.ndarray | None = None
         self.epoch = 0
         self._fitted_n = 0
@@ -61,7 +68,7 @@ class Sketcher:
             return False
         if self.basis is None or len(index) >= 4 * self._fitted_n:
             self._fit(index)
-        return True
+        return self.energy >= self.min_energy
 
     def _fit(self, index: HierIndex) -> None:
         n = len(index)
@@ -69,7 +76,8 @@ class Sketcher:
         parts = [g.view[::step] for g in index.slot_groups if g.n]
         sample = np.concatenate(parts).astype(np.float64)
         second_moment = sample.T @ sample
-        _, vectors = np.linalg.eigh(second_moment)
+        values, vectors = np.linalg.eigh(second_moment)
+        self.energy = float(values[::-1][: self.rank].sum() / max(values.sum(), 1e-12))
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : self.rank], dtype=np.float32)
         self._fitted_n = n
         self.epoch = next(_EPOCHS)
