@@ -36,7 +36,7 @@ EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def time_queries(
-    search: Callable[[int], Sequence[float]], n: int, warmup: int = 20
+    search: Callable[[int], Sequence[float]], n: int, warmup: int = 100
 ) -> tuple[dict[str, float], list[Sequence[float]]]:
     """Run ``search(i)`` for each query alone; returns latency percentiles and found scores."""
     for i in range(min(warmup, n)):
