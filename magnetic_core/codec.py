@@ -15,7 +15,14 @@ from typing import Any
 
 from magnetic_core.errors import MetadataError
 
-__all__ = ["RESERVED_PREFIX", "decode_metadata", "encode_metadata", "validate_metadata"]
+__all__ = [
+    "RESERVED_PREFIX",
+    "decode_metadata",
+    "encode_metadata",
+    "metadata_from_json",
+    "metadata_to_json",
+    "validate_metadata",
+]
 
 RESERVED_PREFIX = "_mag_"
 _TAG = "__mag_type__"
@@ -92,6 +99,17 @@ def _decode_value(value: Any) -> Any:
             return {k: _decode_value(v) for k, v in value["items"].items()}
         return {k: _decode_value(v) for k, v in value.items()}
     return value
+
+
+def metadata_to_json(metadata: Mapping[str, Any]) -> Any:
+    """``metadata`` as a JSON-ready value (tuples and dates tagged)."""
+    return _encode_value(dict(metadata), "metadata")
+
+
+def metadata_from_json(value: Any) -> dict[str, Any]:
+    """Inverse of :func:`metadata_to_json`."""
+    decoded = _decode_value(value)
+    return decoded if isinstance(decoded, dict) else {}
 
 
 def encode_metadata(metadata: Mapping[str, Any]) -> str:

@@ -61,3 +61,19 @@ def test_stale_group_cache_is_repaired_on_open(tmp_path, hashing):
     stored = client.get_collection("mag-default-groups").get(include=["metadatas"])
     assert {i: m["size"] for i, m in zip(stored["ids"], stored["metadatas"])} == truth
     client.close()
+
+
+def test_a_store_of_another_schema_is_refused_clearly(tmp_path, hashing):
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        mem.add(["x"])
+        mem._store.save_settings(mag_schema=99)
+    with pytest.raises(PersistenceError, match="schema 99") as info:
+        MagneticMemory(path=str(tmp_path), embedder=hashing)
+    assert "upgrade" in str(info.value)
+
+
+def test_cells_hold_one_reserved_metadata_key(tmp_path, hashing):
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        mem.add(["x"], metadatas=[{"user": "value"}])
+        stored = mem._store.cells.get(include=["metadatas"])["metadatas"][0]
+    assert list(stored) == ["_mag"]
