@@ -6,6 +6,8 @@ Named invariants, checked after every step:
 - ``metadata_round_trip``: every cell's text and metadata equal what was last added.
 - ``exact_when_all_groups_probed`` (in the search rule): with every group probed and no
   boost, results equal exact brute-force search, filters included.
+- ``recall_at_default_settings``: recall@10 >= 0.95 against brute force with the default
+  search settings (the larger-scale version is in ``test_recall.py``).
 """
 
 from __future__ import annotations
@@ -129,6 +131,22 @@ class MemoryMachine(RuleBasedStateMachine):
             text, meta, _ = self.model[cell.id]
             assert cell.text == text
             assert cell.metadata == meta
+
+    @invariant()
+    def recall_at_default_settings(self) -> None:
+        if not self.model:
+            return
+        ids = list(self.model)
+        vecs = np.stack([self.model[c][2] for c in ids])
+        total = 0.0
+        for cluster in range(len(CENTRES)):
+            q = make_vector(cluster, 7)
+            k = min(10, len(ids))
+            kth = np.sort(vecs @ q)[::-1][k - 1]
+            hits = self.mem.search(vector=q, k=k)
+            # tie-aware: equal vectors under different ids are equally right answers
+            total += sum(1 for h in hits if h.score >= kth - 1e-5) / k
+        assert total / len(CENTRES) >= 0.95
 
     @invariant()
     def groups_cover_cells_within_the_cap(self) -> None:
