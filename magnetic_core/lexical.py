@@ -34,6 +34,8 @@ class LexicalIndex:
         ['a']
     """
 
+    max_df_share = 0.5
+
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
         self.clear()
@@ -116,6 +118,11 @@ class LexicalIndex:
     def scores(self, query: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """BM25 of every cell sharing a term with the query.
 
+        Terms held by more than ``max_df_share`` of the cells (in stores of at least 20
+        cells) are skipped: their IDF is below log 2, so they barely move a ranking, yet
+        scoring them touches most of the store (a word in every cell of a 1M store cost
+        30 ms per query).
+
         Returns:
             ``(docs, scores)``: document numbers (ascending) and their BM25 scores.
         """
@@ -131,6 +138,8 @@ class LexicalIndex:
                 continue
             docs, tfs = arrays
             df = docs.shape[0]
+            if n >= 20 and df > self.max_df_share * n:
+                continue
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             norm = self.k1 * (1.0 - self.b + self.b * lengths[docs] / avgdl)
             doc_parts.append(docs)

@@ -62,3 +62,13 @@ def test_bm25_ranks_rare_query_words_and_forgets_removed_cells():
     ids, _ = lex.top(lex.query_terms("eye colour"), 3)
     assert "b" not in ids
     assert len(lex) == 2
+
+
+def test_words_in_most_cells_are_skipped_by_bm25():
+    lex = LexicalIndex()
+    for i in range(40):
+        lex.add(str(i), f"common word plus token{i}")
+    docs, _ = lex.scores(lex.query_terms("common"))
+    assert docs.size == 0  # in every cell: no lexical signal, no cost
+    ids, _ = lex.top(lex.query_terms("common token7"), 3)
+    assert ids == ["7"]
