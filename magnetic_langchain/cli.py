@@ -68,8 +68,18 @@ def _print_groups(mem: MagneticMemory, out: TextIO, limit: int = 20) -> None:
 def _print_hits(mem: MagneticMemory, query: str, k: int, out: TextIO, explain: bool) -> None:
     out.write(f"\n? {query}\n")
     for hit in mem.search(query, k=k, explain=explain):
-        route = f"  via {'+'.join(hit.route.stages)}" if hit.route else ""
-        out.write(f"  {hit.score:.3f}  [{hit.group_label}]  {hit.text[:80]}{route}\n")
+        route = ""
+        if hit.route:
+            # Ranking adds entity and word-match terms to the cosine; show them so the
+            # order of the printed cosines makes sense.
+            extras = [
+                f"+{v:.2f} {name}"
+                for name, v in (("entity", hit.route.boost), ("words", hit.route.lexical))
+                if v > 0
+            ]
+            route = f"  via {'+'.join(hit.route.stages)}"
+            route += f" (cos {hit.score:.3f} {' '.join(extras)})" if extras else ""
+        out.write(f"  {hit.rank_score:.3f}  [{hit.group_label}]  {hit.text[:72]}{route}\n")
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
