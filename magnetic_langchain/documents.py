@@ -55,8 +55,15 @@ def relevance_from_distance(distance: float) -> float:
 def cell_to_document(
     cell: Cell, *, group_label: str | None = None, extra: Mapping[str, Any] | None = None
 ) -> Document:
-    """A Document whose metadata is the cell's own, plus group keys when a label is given."""
+    """A Document whose metadata is the cell's own, plus group keys when a label is given.
+
+    Cells written through the LlamaIndex store of the same memory carry LlamaIndex's node
+    serialisation (``_node_content``, ``_node_type``); those two bookkeeping keys are left
+    out so an LLM reading the document does not get the node's JSON a second time.
+    """
     metadata = dict(cell.metadata)
+    if isinstance(metadata.get("_node_content"), str) and "_node_type" in metadata:
+        del metadata["_node_content"], metadata["_node_type"]
     if group_label is not None:
         metadata[GROUP_ID_KEY] = cell.group_id
         metadata[GROUP_LABEL_KEY] = group_label

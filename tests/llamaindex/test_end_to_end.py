@@ -197,5 +197,7 @@ def test_one_memory_serves_langchain_and_llamaindex_at_once(client, minilm, embe
         assert best.node.node_id == "lc-bees" and best.node.metadata == {"topic": "bees"}
         (doc,) = langchain_store.similarity_search(QUESTIONS["bread"], k=1)
         assert doc.metadata["topic"] == "bread" and doc.page_content in TOPICS["bread"]
+        # LlamaIndex's node serialisation stays out of LangChain documents
+        assert "_node_content" not in doc.metadata and "_node_type" not in doc.metadata
     finally:
         memory.close()
