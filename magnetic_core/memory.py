@@ -39,8 +39,7 @@ logger = logging.getLogger(__name__)
 
 
 def _now() -> float:
-    # Millisecond resolution: Chroma keeps about 16 significant digits of a float, so a
-    # finer timestamp would not read back equal after reopening.
+    # Millisecond resolution: finer digits mean nothing for a memory's timestamp.
     return round(time.time(), 3)
 
 
@@ -321,6 +320,10 @@ class MagneticMemory:
         """
         self._check_open()
         check_k(k)
+        if n_probe is not None and (
+            not isinstance(n_probe, int) or isinstance(n_probe, bool) or n_probe < 1
+        ):
+            raise InvalidInputError(f"n_probe must be a positive integer, got {n_probe!r}")
         predicate = compile_filter(filter)
         if vector is not None:
             q = normalize(validate_vectors(vector, self.dim, what="query vector"))[0]

@@ -388,3 +388,12 @@ def test_cells_read_back_identical_after_reopening(tmp_path, hashing):
         before = mem.get()
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         assert mem.get() == before  # text, metadata, group, entities, timestamps, links
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True])
+def test_bad_search_arguments_are_refused(mem, bad):
+    mem.add(TEXTS)
+    with pytest.raises(InvalidInputError, match="n_probe"):
+        mem.search("cat", n_probe=bad)
+    with pytest.raises(InvalidInputError, match="k must be"):
+        mem.search("cat", k=-1)
