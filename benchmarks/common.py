@@ -28,6 +28,11 @@ def cache_dir() -> Path:
 
 def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, Any]]:
     """Rows of a JSON-lines file (the first ``limit`` when given)."""
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} not found: the evaluation data lives in ../shared/data beside the "
+            "checkout; set MAGNETIC_BENCH_DATA to its path"
+        )
     rows: list[dict[str, Any]] = []
     with path.open(encoding="utf-8") as fh:
         for line in fh:
