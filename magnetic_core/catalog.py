@@ -27,12 +27,11 @@ class CellRecord:
 
 
 class Catalog:
-    """Cell records, an inverted index entity -> cells, and document frequency of terms."""
+    """Cell records, an inverted index entity -> cells, and the BM25 index of their words."""
 
     def __init__(self) -> None:
         self.records: dict[str, CellRecord] = {}
         self.entity_cells: dict[str, set[str]] = defaultdict(set)
-        self.term_df: Counter[str] = Counter()
         self.lexical = LexicalIndex()
         self._labels: dict[str, tuple[int, str, tuple[str, ...]]] = {}
 
@@ -48,7 +47,6 @@ class Catalog:
         self.records[cid] = record
         for entity in record.entities:
             self.entity_cells[entity].add(cid)
-        self.term_df.update(record.terms)
 
     def drop(self, cid: str) -> CellRecord | None:
         record = self.records.pop(cid, None)
@@ -61,16 +59,11 @@ class Catalog:
                 cells.discard(cid)
                 if not cells:
                     del self.entity_cells[entity]
-        self.term_df.subtract(record.terms)
-        for term in record.terms:
-            if self.term_df[term] <= 0:
-                del self.term_df[term]
         return record
 
     def clear(self) -> None:
         self.records.clear()
         self.entity_cells.clear()
-        self.term_df.clear()
         self.lexical.clear()
         self._labels.clear()
 
@@ -104,7 +97,7 @@ class Catalog:
         n = max(len(self.records), 1)
 
         def weight(term: str, count: int) -> float:
-            return count * math.log(1 + n / (1 + self.term_df.get(term, 0)))
+            return count * math.log(1 + n / (1 + self.lexical.df(term)))
 
         top_entities = tuple(e for e, _ in entity_counts.most_common(5))
         shared_entities = [e for e, c in entity_counts.most_common(2) if c > 1 or len(sample) == 1]

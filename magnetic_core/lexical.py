@@ -110,6 +110,11 @@ class LexicalIndex:
             self._postings[term] = (array("l", (renumber[d] for d in docs)), tfs)
         self._cache.clear()
 
+    def df(self, term: str) -> int:
+        """Number of cells holding ``term``."""
+        post = self._postings.get(term)
+        return len(post[0]) if post is not None else 0
+
     @staticmethod
     def query_terms(text: str) -> tuple[str, ...]:
         """The distinct content words of a query."""
