@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from magnetic_core import EmptyTextError
+from magnetic_core.inputs import validate_batch
 
 __all__ = [
     "SEARCH_OPTIONS",
@@ -27,19 +27,19 @@ def prepare_texts(
     metadatas: Sequence[Mapping[str, Any] | None] | None,
     ids: Sequence[str | None] | None,
 ) -> tuple[list[str], list[Mapping[str, Any] | None], list[str]]:
-    """Lists of texts, metadatas and ids of equal length; missing ids become UUIDs."""
+    """Lists of texts, metadatas and ids of equal length; missing ids become UUIDs.
+
+    The whole input is validated by the core before any batch is written, so a bad item
+    late in a long list cannot leave the items before it half-stored.
+    """
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings, got one string (wrap it: [text])")
     texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str) or not text.strip():
-            raise EmptyTextError(f"text {i} is empty or not a string: {text!r}")
-    if metadatas is not None and len(metadatas) != len(texts):
-        raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
     if ids is not None and len(ids) != len(texts):
         raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
     full_ids = [cid if cid is not None else str(uuid.uuid4()) for cid in ids or [None] * len(texts)]
-    return texts, list(metadatas or [None] * len(texts)), full_ids
+    texts, metas, full_ids = validate_batch(texts, metadatas, full_ids)
+    return texts, list(metas), full_ids
 
 
 def pop_batch_size(kwargs: dict[str, Any]) -> int | None:

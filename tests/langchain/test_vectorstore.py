@@ -430,3 +430,13 @@ def test_opens_a_store_written_by_the_core(tmp_path: Path):
     with MagneticVectorStore(MagneticEmbeddings(HashingEmbedder(dim=64)), path=tmp_path) as store:
         assert store.get_by_ids(["w"])[0].metadata == {"by": "core"}
         assert store.memory.stats().embedder == HashingEmbedder(dim=64).name
+
+
+async def test_a_bad_item_late_in_a_batched_add_stores_nothing(
+    store: MagneticVectorStore, mode: str
+):
+    texts = [f"memory {i}" for i in range(10)]
+    metas = [{"i": i} for i in range(9)] + [{"bad": {1, 2}}]
+    with pytest.raises(ValueError, match="metadata 9"):
+        await call(store, "add_texts", mode, texts, metas, batch_size=3)
+    assert store.memory.count() == 0
