@@ -87,7 +87,7 @@ class Catalog:
         cached = self._labels.get(gid)
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]
-        sample = member_ids[:200]
+        sample = member_ids[:100]
         term_counts: Counter[str] = Counter()
         entity_counts: Counter[str] = Counter()
         for cid in sample:
@@ -95,13 +95,17 @@ class Catalog:
             term_counts.update(record.terms)
             entity_counts.update(record.entities)
         n = max(len(self.records), 1)
-
-        def weight(term: str, count: int) -> float:
-            return count * math.log(1 + n / (1 + self.lexical.df(term)))
+        df = self.lexical.df
 
         top_entities = tuple(e for e, _ in entity_counts.most_common(5))
         shared_entities = [e for e, c in entity_counts.most_common(2) if c > 1 or len(sample) == 1]
-        ranked = sorted(term_counts.items(), key=lambda tc: (-weight(*tc), tc[0]))
+        # A concept's words are shared by several members: one-off words only name a
+        # single-cell group. (This also keeps labelling cheap: a search labels its hits.)
+        shared = [(t, c) for t, c in term_counts.items() if c > 1]
+        weighted = [
+            (-c * math.log(1 + n / (1 + df(t))), t) for t, c in (shared or term_counts.items())
+        ]
+        ranked = [(t, -w) for w, t in sorted(weighted)]
         words: list[str] = list(shared_entities)
         for term, _ in ranked:
             if any(ch.isdigit() for ch in term):
