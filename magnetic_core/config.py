@@ -25,9 +25,10 @@ class MemoryConfig:
         calibration_percentile: percentile (0-100) of nearest-neighbour similarity used.
         max_group_size: a group that grows past this many cells is split in two (2-means).
         n_probe: number of groups, best by centroid similarity, whose cells are scored.
-        probe_cells: keep adding groups (in centroid order) until the probed groups hold at
-            least this many cells, so the work per query does not depend on group sizes
-            (0 probes exactly ``n_probe`` groups).
+        probe_cells: cells scored per query. Groups are added in centroid order until they
+            hold this many cells (twice as many in large stores, where the best sub-lists of
+            those groups fill the budget), so the work per query depends neither on group
+            sizes nor on the size of the store (0 probes exactly ``n_probe`` groups).
         entity_boost: added to the ranking score of cells that contain an entity of the query.
         lexical_weight: weight of the BM25 lexical score fused with the cosine score: each
             candidate gains ``lexical_weight`` times its BM25 over the query's best BM25, and
@@ -35,6 +36,8 @@ class MemoryConfig:
         sketch_rank: dimension of the low-rank sketches that pre-score large probes before
             exact re-ranking (0 scores every probed cell exactly).
         rerank: cells kept from the sketch pre-score and scored exactly.
+        list_size: in large stores each group's cells are split into tight sub-lists of
+            about this many cells, so a query scores the parts of a group near it.
         merge_threshold: centroid similarity at which sleep mode merges two groups.
         chunk_size: cells assigned per vectorised block at ingest.
 
@@ -49,11 +52,12 @@ class MemoryConfig:
     calibration_percentile: float = 5.0
     max_group_size: int = 256
     n_probe: int = 32
-    probe_cells: int = 16384
+    probe_cells: int = 12000
     entity_boost: float = 0.1
     lexical_weight: float = 0.3
     sketch_rank: int = 128
     rerank: int = 256
+    list_size: int = 32
     merge_threshold: float = 0.85
     chunk_size: int = 256
 
@@ -71,6 +75,7 @@ class MemoryConfig:
         _check_int("chunk_size", self.chunk_size, 1)
         _check_int("sketch_rank", self.sketch_rank, 0)
         _check_int("rerank", self.rerank, 1)
+        _check_int("list_size", self.list_size, 1)
 
     def with_changes(self, **changes: object) -> MemoryConfig:
         """Return a copy with some fields replaced (validated again)."""

@@ -344,6 +344,7 @@ class MagneticMemory:
             sketch_rank=self.config.sketch_rank,
             rerank=self.config.rerank,
             min_cells=self.config.probe_cells if n_probe is None else 0,
+            list_size=self.config.list_size,
         )
         with self._lock.read():
             found = run_search(self._index, self._catalog, plan)

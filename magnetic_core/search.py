@@ -5,8 +5,12 @@
    stores the centroids are first scored by their low-rank sketch and only the best few times
    ``n_probe`` are scored exactly.
 2. Cell stage: the probed groups' cells. Small probes are scored exactly, one product per
-   group block; large unfiltered probes are scored by sketch first and the best ``rerank``
-   cells are then scored exactly (see :mod:`magnetic_core.sketch`).
+   group block. In large stores, unfiltered probes go through the search snapshot (see
+   :mod:`magnetic_core.snapshot`): the probed groups' tight sub-lists are ranked by their
+   means, the cells of the best ones (``min_cells`` in all) are scored by residual sketch in
+   one product, and the best ``rerank`` are scored exactly. While the snapshot is being
+   renewed after a write, the probed groups are scored by plain sketch instead
+   (see :mod:`magnetic_core.sketch`).
 3. Entity stage: groups holding a rare query entity are probed too; cells holding a query
    entity get a boost.
 4. Lexical stage: the best BM25 cells for the query's words join the candidates, and every
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +35,7 @@ from magnetic_core.catalog import Catalog
 from magnetic_core.filters import Predicate
 from magnetic_core.index import Group, HierIndex
 from magnetic_core.sketch import Sketcher
+from magnetic_core.snapshot import Snapshot, SnapshotCache, ranges
 
 __all__ = ["Candidate", "SearchPlan", "run_search"]
 
@@ -52,6 +58,8 @@ class SearchPlan:
     sketch_rank: int = 0
     rerank: int = 128  # at least 4 k are kept
     min_cells: int = 0
+    list_size: int = 32
+    group_spread: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,12 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         return []
     q = plan.vector
     sketcher = _sketcher(index, plan)
-    probe = _probe(index, q, plan.n_probe, plan.min_cells, sketcher)
+    snap = _snapshot(index, plan) if sketcher is not None and plan.predicate is None else None
+    group_cells = plan.min_cells
+    if snap is not None and plan.min_cells > 0:
+        # Groups are probed wider than the cell budget; their best sub-lists fill it.
+        group_cells = math.ceil(plan.group_spread * plan.min_cells)
+    probe = _probe(index, q, plan.n_probe, group_cells, sketcher)
     centroid_slots = set(probe.tolist())
     boosted = catalog.cells_with(plan.entities, plan.max_entity_share) if plan.entities else set()
     routed = (
@@ -111,7 +124,15 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         and plan.n_probe < n_groups
         and sum([index.slot_groups[s].n for s in slots]) > 16 * max(plan.rerank, 4 * plan.k)
     )
-    if use_sketch:
+    if use_sketch and snap is not None:
+        budget = plan.min_cells if plan.min_cells > 0 else len(index)
+        pool = _snapshot_pool(
+            index, snap, np.asarray(slots, np.int64), q, budget, max(plan.rerank, 4 * plan.k)
+        )
+        if boosted and plan.entity_boost > 0:
+            slot_set = set(slots)
+            pool.extend(index, (c for c in boosted if index.loc[c].slot in slot_set), q)
+    elif use_sketch:
         pool = _sketch_pool(index, sketcher, slots, q, max(plan.rerank, 4 * plan.k))  # type: ignore[arg-type]
         if boosted and plan.entity_boost > 0:
             slot_set = set(slots)
@@ -171,6 +192,52 @@ def _sketcher(index: HierIndex, plan: SearchPlan) -> Sketcher | None:
         index.sketcher = Sketcher(plan.sketch_rank)
     sketcher: Sketcher = index.sketcher
     return sketcher if sketcher.ready(index) else None
+
+
+# One snapshot cache per index, owned here (the index knows nothing of search caches).
+_SNAPSHOTS: weakref.WeakKeyDictionary[HierIndex, SnapshotCache] = weakref.WeakKeyDictionary()
+
+
+def _snapshot(index: HierIndex, plan: SearchPlan) -> Snapshot | None:
+    """The index's sub-list snapshot when it is current (see :mod:`magnetic_core.snapshot`)."""
+    cache = _SNAPSHOTS.get(index)
+    if cache is None or cache.rank != plan.sketch_rank or cache.list_size != plan.list_size:
+        cache = SnapshotCache(plan.sketch_rank, plan.list_size)
+        _SNAPSHOTS[index] = cache
+    return cache.get(index)
+
+
+def _snapshot_pool(
+    index: HierIndex, snap: Snapshot, slots: np.ndarray, q: np.ndarray, budget: int, keep: int
+) -> _Pool:
+    """The probed groups' best sub-lists, scored by residual sketch; the best ``keep`` exactly.
+
+    Sub-lists are ranked by the cosine of their mean; cells of the best ones, up to
+    ``budget`` cells, are scored as ``q . mean + sketch . (q P)`` in one gather and one
+    product, and the best ``keep`` of those are scored exactly from the groups' blocks.
+    """
+    first = snap.first_list[slots]
+    lists = ranges(first, snap.first_list[slots + 1] - first)
+    base = snap.means[lists] @ q
+    lens = snap.list_len[lists]
+    if int(lens.sum()) > budget:
+        order = np.argsort(-(base * snap.inv_norms[lists]), kind="stable")
+        need = int(np.searchsorted(np.cumsum(lens[order]), budget)) + 1
+        order = order[:need]
+        lists, base, lens = lists[order], base[order], lens[order]
+    if lists.size == snap.n_lists:
+        # Every list, in packed order (slots are sorted): no gather needed.
+        rows = np.arange(snap.sketches.shape[0])
+        approx = snap.sketches @ (q @ snap.basis)
+    else:
+        rows = ranges(snap.list_start[lists], lens)
+        approx = np.take(snap.sketches, rows, axis=0) @ (q @ snap.basis)
+    approx += np.repeat(base, lens)
+    if rows.size > keep:
+        rows = rows[np.argpartition(approx, rows.size - keep)[rows.size - keep :]]
+    at = snap.position[rows]
+    ids = snap.ids
+    return _Pool([ids[i] for i in at.tolist()], np.take(snap.vectors, at, axis=0) @ q)
 
 
 def _probe(

@@ -1,0 +1,250 @@
+"""A read-optimised snapshot of the hierarchy: tight sub-lists per group and residual sketches.
+
+Groups are concepts, and a concept can be broad: at 100K Reuters passages a group holds about
+a hundred cells, and the nearest neighbours of a query are spread over many groups. Scoring
+whole groups wastes most of the work on cells far from the query. The snapshot splits each
+group's cells into a few tight *sub-lists* (k-means inside the group, about ``list_size``
+cells each) and packs every cell's *residual sketch* (its vector minus its sub-list's mean,
+projected on the top principal directions of those residuals) in one contiguous block, in
+group then sub-list order.
+
+A query then ranks the sub-lists of the probed groups by their mean, and scores the cells of
+the best sub-lists approximately as ``q . mean + sketch . (q P)`` with one gather and one
+product; the best ``keep`` of those are scored exactly from the groups' own blocks. Residuals
+are smaller than the vectors, so the sketch's error is too.
+
+The snapshot is a cache: it describes the index at one ``centroid_epoch`` (any change to any
+group moves the epoch) and is used only while the epoch is unchanged. Sub-lists and sketches
+are cached per group and rebuilt only for groups that changed, so a rebuild after a small write
+costs one concatenation. A store that alternates writes and searches never waits for a rebuild:
+the snapshot is rebuilt on the second search since the last change, and until then search
+scores the probed groups directly (see :mod:`magnetic_core.search`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from magnetic_core.index import Group, HierIndex
+
+__all__ = ["Snapshot", "SnapshotCache", "ranges"]
+
+# Basis versions are unique across caches, so a sketch can never be mistaken for one made
+# with another basis.
+_EPOCHS = itertools.count(1)
+
+
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + n)`` for each start and length (vectorised).
+
+    >>> ranges(np.array([10, 3]), np.array([2, 3])).tolist()
+    [10, 11, 3, 4, 5]
+    """
+    lengths = lengths.astype(np.int64, copy=False)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, np.int64)
+    offsets = np.cumsum(lengths) - lengths
+    return np.repeat(starts.astype(np.int64, copy=False) - offsets, lengths) + np.arange(total)
+
+
+@dataclass(frozen=True)
+class _Lists:
+    """One group's sub-lists: member rows in list order, list bounds and list means."""
+
+    version: int
+    order: np.ndarray  # group rows, sub-list by sub-list
+    lengths: np.ndarray  # cells per sub-list
+    means: np.ndarray  # (s, d) float32 unnormalised means
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Every group's sub-lists and residual sketches at one ``centroid_epoch``.
+
+    Lists are in slot order: the lists of the group in slot ``s`` are
+    ``first_list[s]:first_list[s + 1]``; the packed rows of list ``j`` are
+    ``list_start[j]:list_start[j] + list_len[j]``.
+    """
+
+    epoch: int
+    basis: np.ndarray  # (d, r) projection of residuals
+    first_list: np.ndarray  # (G + 1,) int64
+    list_start: np.ndarray  # (L,) int64
+    list_len: np.ndarray  # (L,) int64
+    means: np.ndarray  # (L, d) float32
+    inv_norms: np.ndarray  # (L,) float32: 1 / |mean|, to rank lists by cosine
+    sketches: np.ndarray  # (N, r) float32 residual sketches, in list order
+    position: np.ndarray  # (N,) int64: each sketch row's cell in ``vectors`` / ``ids``
+    vectors: np.ndarray  # (N, d) every cell's unit vector, group by group (group row order)
+    ids: list[str]  # cell ids in the order of ``vectors``
+
+    @property
+    def n_lists(self) -> int:
+        return int(self.list_len.shape[0])
+
+
+class SnapshotCache:
+    """Builds and keeps the :class:`Snapshot` of one index.
+
+    Args:
+        rank: sketch dimension.
+        list_size: target cells per sub-list.
+        sample: at most this many residuals are used to fit the sketch basis.
+    """
+
+    def __init__(self, rank: int, list_size: int = 32, sample: int = 16384) -> None:
+        self.rank = rank
+        self.list_size = list_size
+        self.sample = sample
+        self.snapshot: Snapshot | None = None
+        self._lists: dict[str, tuple[Group, _Lists]] = {}
+        self._sketches: dict[str, tuple[int, int, np.ndarray]] = {}
+        self._basis: np.ndarray | None = None
+        self._basis_epoch = 0
+        self._fitted_n = 0
+        self._wanted = -1
+
+    def get(self, index: HierIndex) -> Snapshot | None:
+        """The snapshot of ``index`` now, or None when it is stale and not due for a rebuild.
+
+        A stale snapshot is rebuilt on the second request since the index last changed, so
+        a store that alternates writes and searches never pays for a snapshot it would throw
+        away at the next write.
+        """
+        epoch = index.centroid_epoch
+        snap = self.snapshot
+        if snap is not None and snap.epoch == epoch:
+            return snap
+        if self._wanted != epoch:
+            self._wanted = epoch
+            return None
+        self.snapshot = self._build(index)
+        return self.snapshot
+
+    # -- building ------------------------------------------------------------------------
+    def _build(self, index: HierIndex) -> Snapshot:
+        groups = index.slot_groups
+        live = {g.gid for g in groups}
+        for gid in [g for g in self._lists if g not in live]:
+            del self._lists[gid]
+            self._sketches.pop(gid, None)
+        lists = [self._group_lists(g) for g in groups]
+        n = len(index)
+        if self._basis is None or n >= 4 * self._fitted_n:
+            self._fit_basis(groups, lists, n)
+        basis = self._basis
+        assert basis is not None
+        sketches = [self._group_sketch(g, lst, basis) for g, lst in zip(groups, lists, strict=True)]
+        counts = np.array([lst.lengths.shape[0] for lst in lists], np.int64)
+        first_list = np.zeros(len(groups) + 1, np.int64)
+        np.cumsum(counts, out=first_list[1:])
+        list_len = (
+            np.concatenate([lst.lengths for lst in lists]) if lists else np.empty(0, np.int64)
+        )
+        list_start = np.cumsum(list_len) - list_len
+        means = (
+            np.concatenate([lst.means for lst in lists])
+            if lists
+            else np.empty((0, index.dim), np.float32)
+        )
+        norms = np.sqrt(np.einsum("ij,ij->i", means, means))
+        sizes = np.array([g.n for g in groups], np.int64)
+        group_start = np.cumsum(sizes) - sizes
+        vectors = (
+            np.concatenate([g.view for g in groups])
+            if groups
+            else np.empty((0, index.dim), np.float32)
+        )
+        # Each group's block becomes its slice of the packed matrix, so the snapshot costs
+        # no second copy of the vectors. A group that grows later copies itself out
+        # (Group.append reallocates a full block); one that shrinks rewrites its own rows,
+        # and the moved epoch retires this snapshot before anything reads them.
+        for group, start in zip(groups, group_start.tolist(), strict=True):
+            group.vecs = vectors[start : start + group.n]
+        return Snapshot(
+            epoch=index.centroid_epoch,
+            basis=basis,
+            first_list=first_list,
+            list_start=list_start,
+            list_len=list_len,
+            means=means,
+            inv_norms=(1.0 / np.maximum(norms, 1e-12)).astype(np.float32),
+            sketches=np.concatenate(sketches) if sketches else np.empty((0, self.rank), np.float32),
+            position=np.repeat(group_start, sizes)
+            + (np.concatenate([lst.order for lst in lists]) if lists else np.empty(0, np.int64)),
+            vectors=vectors,
+            ids=[cid for g in groups for cid in g.ids],
+        )
+
+    def _group_lists(self, group: Group) -> _Lists:
+        cached = self._lists.get(group.gid)
+        if cached is not None and cached[0] is group and cached[1].version == group.version:
+            return cached[1]
+        lists = split_lists(group.view, self.list_size, group.version)
+        self._lists[group.gid] = (group, lists)
+        return lists
+
+    def _fit_basis(self, groups: list[Group], lists: list[_Lists], n: int) -> None:
+        """Uncentred PCA of a strided sample of residuals (vector minus its list's mean)."""
+        step = max(1, n // self.sample)
+        parts = []
+        for group, lst in zip(groups, lists, strict=True):
+            rows = lst.order[::step]
+            owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)[::step]
+            parts.append(group.view[rows] - lst.means[owner])
+        sample = np.concatenate(parts).astype(np.float64)
+        _, vectors = np.linalg.eigh(sample.T @ sample)
+        self._basis = np.ascontiguousarray(vectors[:, ::-1][:, : self.rank], dtype=np.float32)
+        self._basis_epoch = next(_EPOCHS)
+        self._fitted_n = n
+        self._sketches.clear()
+
+    def _group_sketch(self, group: Group, lst: _Lists, basis: np.ndarray) -> np.ndarray:
+        cached = self._sketches.get(group.gid)
+        if cached is not None and cached[0] == lst.version and cached[1] == self._basis_epoch:
+            return cached[2]
+        owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)
+        residual = group.view[lst.order] - lst.means[owner]
+        sketch = np.ascontiguousarray(residual @ basis)
+        self._sketches[group.gid] = (lst.version, self._basis_epoch, sketch)
+        return sketch
+
+
+def split_lists(vecs: np.ndarray, list_size: int, version: int = 0, iters: int = 4) -> _Lists:
+    """Split one group's (n, d) unit vectors into about ``n / list_size`` tight sub-lists.
+
+    Spherical k-means seeded with evenly spaced members (deterministic); lists left empty
+    are dropped. The result orders the rows list by list.
+    """
+    n = vecs.shape[0]
+    s = max(1, math.ceil(n / list_size))
+    if s == 1:
+        return _Lists(
+            version,
+            np.arange(n),
+            np.array([n], np.int64),
+            vecs.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32),
+        )
+    centres = vecs[np.linspace(0, n - 1, s).astype(np.int64)]
+    labels = np.arange(s)
+    for _ in range(iters):
+        owner = (vecs @ centres.T).argmax(axis=1)
+        sums = (owner[:, None] == labels).astype(np.float32).T @ vecs
+        norms = np.sqrt(np.einsum("ij,ij->i", sums, sums))
+        centres = np.where(
+            (norms > 1e-12)[:, None], sums / np.maximum(norms, 1e-12)[:, None], centres
+        ).astype(np.float32)
+    owner = (vecs @ centres.T).argmax(axis=1)
+    order = np.argsort(owner, kind="stable")
+    counts = np.bincount(owner, minlength=s)
+    used = counts > 0
+    sums = (owner[:, None] == labels).astype(np.float32).T @ vecs
+    means = (sums[used] / counts[used][:, None]).astype(np.float32)
+    return _Lists(version, order, counts[used].astype(np.int64), means)

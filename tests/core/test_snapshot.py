@@ -1,0 +1,113 @@
+"""The search snapshot: sub-lists per group, residual sketches, and staleness after writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from magnetic_core.catalog import Catalog
+from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
+from magnetic_core.index import HierIndex
+from magnetic_core.search import _SNAPSHOTS, SearchPlan, run_search
+from magnetic_core.snapshot import split_lists
+
+N = 6000
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    # Noise concentrated in few directions (decay), as in real sentence embeddings, so the
+    # sketches are used; queries are drawn from the same clusters.
+    vecs, _ = clustered_data(N + 50, 64, 40, spread=0.8, decay=1.5, seed=3)
+    return vecs[50:], vecs[:50]
+
+
+def _index(base: np.ndarray) -> HierIndex:
+    index = HierIndex(base.shape[1], 256)
+    index.assign([f"c{i}" for i in range(len(base))], base, 0.6)
+    return index
+
+
+def _plan(q: np.ndarray, min_cells: int = 1500, k: int = 10) -> SearchPlan:
+    return SearchPlan(
+        vector=q,
+        k=k,
+        n_probe=4,
+        entities=(),
+        entity_boost=0.0,
+        predicate=None,
+        sketch_rank=16,
+        rerank=64,
+        min_cells=min_cells,
+        list_size=32,
+    )
+
+
+def _search(index: HierIndex, q: np.ndarray, **kw: int) -> list[str]:
+    return [c.id for c in run_search(index, Catalog(), _plan(q, **kw))]
+
+
+def test_split_lists_partitions_a_group_into_tight_lists() -> None:
+    vecs, labels = clustered_data(200, 32, 4, spread=0.2, seed=1)
+    lists = split_lists(vecs, 50)
+    assert sorted(lists.order.tolist()) == list(range(200))
+    assert int(lists.lengths.sum()) == 200
+    assert 1 < len(lists.lengths) <= 4
+    bounds = np.concatenate([[0], np.cumsum(lists.lengths)])
+    for j in range(len(lists.lengths)):
+        members = lists.order[bounds[j] : bounds[j + 1]]
+        np.testing.assert_allclose(lists.means[j], vecs[members].mean(axis=0), atol=1e-5)
+        # Each list is a piece of one cluster: k-means finds the well separated clusters.
+        assert len(set(labels[members].tolist())) == 1
+
+
+def test_snapshot_search_keeps_recall_against_exact(data) -> None:
+    base, queries = data
+    index = _index(base)
+    for q in queries[:2]:
+        _search(index, q)  # the snapshot is built on the second search
+    assert _SNAPSHOTS[index].snapshot is not None
+    _, truth = exact_knn(base, queries, 10)
+    found = [[float(base[int(c[1:])] @ q) for c in _search(index, q)] for q in queries]
+    assert recall_at_k_tie_aware(found, truth, 10) >= 0.95
+
+
+def test_writes_retire_the_snapshot_and_search_sees_them(data) -> None:
+    base, queries = data
+    index = _index(base)
+    q = queries[0]
+    _search(index, q)
+    _search(index, q)
+    assert _SNAPSHOTS[index].snapshot is not None
+    # A new cell equal to the query must come first right after it is added ...
+    index.assign(["new"], q[None, :].copy(), 0.6)
+    assert _search(index, q)[0] == "new"
+    assert _search(index, q)[0] == "new"  # ... from the rebuilt snapshot too,
+    # and never after it is removed, whether the snapshot is stale or rebuilt.
+    index.remove("new")
+    assert "new" not in _search(index, q)
+    assert "new" not in _search(index, q)
+
+
+def test_vectors_survive_the_snapshot_and_later_writes(data) -> None:
+    base, queries = data
+    index = _index(base)
+    _search(index, queries[0])
+    _search(index, queries[0])  # groups' blocks now live in the packed matrix
+    rng = np.random.default_rng(0)
+    gone = {f"c{i}" for i in rng.choice(N, 300, replace=False).tolist()}
+    for cid in sorted(gone):
+        index.remove(cid)
+    extra, _ = clustered_data(300, 64, 40, spread=0.8, decay=1.5, seed=9)
+    index.assign([f"x{i}" for i in range(300)], extra, 0.6)
+    _search(index, queries[1])
+    _search(index, queries[1])  # and a second snapshot over the changed groups
+    for i in range(N):
+        cid = f"c{i}"
+        if cid not in gone:
+            np.testing.assert_array_equal(index.vector(cid), base[i])
+    for i in range(300):
+        np.testing.assert_array_equal(index.vector(f"x{i}"), extra[i])
+    for group in index.slot_groups:
+        total = group.view.sum(axis=0, dtype=np.float64)
+        np.testing.assert_allclose(group.total, total, atol=1e-4)
