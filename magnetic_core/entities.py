@@ -52,6 +52,24 @@ STOPWORDS = _STOP_CAPS | frozenset(
 )
 
 
+# Each pattern can match only where a cheaper necessary sign occurs (a file name ends in
+# ".ext", a camel-case word has a lower-case letter or digit before a capital, ...): texts
+# without that sign skip the pattern. Most texts hold no "/", "@", "_" or file name, and
+# one scan for the sign costs far less than running the pattern at every word boundary.
+_EXT = _FILE.pattern[_FILE.pattern.index(r"\.(?:") :]
+_SIGNS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (_URL, re.compile(r"://")),
+    (_EMAIL, re.compile(r"@")),
+    (_PATH, re.compile(r"/|:\\")),
+    (_FILE, re.compile(_EXT, re.IGNORECASE)),
+    (_IDENT, re.compile(r"[A-Za-z0-9][-_#][A-Za-z0-9]|[A-Z][0-9]|#\d")),
+    (_CAMEL, re.compile(r"[a-z0-9][A-Z]")),
+    (_SNAKE, re.compile(r"_")),
+)
+_QUOTES = ".,;:!?'\"()[]{}"
+_SENTENCE_END = ".!?:\n\"'"
+
+
 def extract_entities(text: str) -> list[str]:
     """Return the distinct entities of ``text``, lower-cased, in order of appearance.
 
@@ -64,7 +82,7 @@ def extract_entities(text: str) -> list[str]:
     spans: list[tuple[int, int]] = []
 
     def keep(value: str, start: int, end: int) -> None:
-        value = value.strip(".,;:!?'\"()[]{}").lower()
+        value = value.strip(_QUOTES).lower()
         if len(value) < 2 or value in seen:
             return
         seen.add(value)
@@ -74,17 +92,21 @@ def extract_entities(text: str) -> list[str]:
     def covered(start: int, end: int) -> bool:
         return any(s <= start and end <= e for s, e in spans)
 
-    for pattern in (_URL, _EMAIL, _PATH, _FILE, _IDENT, _CAMEL, _SNAKE):
+    for pattern, sign in _SIGNS:
+        if sign.search(text) is None:
+            continue
         for m in pattern.finditer(text):
-            if not covered(m.start(), m.end()):
-                keep(m.group(0), m.start(), m.end())
+            start, end = m.span()
+            if not covered(start, end):
+                keep(m.group(0), start, end)
                 if pattern is _PATH:
                     # "where is deploy.sh?" should find ".../bin/deploy.sh" too.
                     base = re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1]
                     if "." in base.strip("."):
-                        keep(base, m.start(), m.end())
+                        keep(base, start, end)
     for m in _CAPS.finditer(text):
-        if covered(m.start(), m.end()):
+        start, end = m.span()
+        if spans and covered(start, end):
             continue
         words = m.group(0).split()
         while words and words[0].lower() in _STOP_CAPS:
@@ -92,19 +114,27 @@ def extract_entities(text: str) -> list[str]:
         if not words:
             continue
         phrase = " ".join(words)
+        at_start = _sentence_start(text, start)
         # A lone capitalised word at a sentence start is usually not a name.
-        if len(words) == 1 and _sentence_start(text, m.start()) and not _ACRONYM.fullmatch(phrase):
+        if len(words) == 1 and at_start and not _ACRONYM.fullmatch(phrase):
             continue
-        keep(phrase, m.start(), m.end())
-        if len(words) > 1 and _sentence_start(text, m.start()):
+        keep(phrase, start, end)
+        if len(words) > 1 and at_start:
             # "Ask Ada Lovelace": the first word may be capitalised only by position.
-            keep(" ".join(words[1:]), m.start(), m.end())
+            keep(" ".join(words[1:]), start, end)
     return found
 
 
 def _sentence_start(text: str, pos: int) -> bool:
-    before = text[:pos].rstrip()
-    return not before or before[-1] in ".!?:\n\"'"
+    """Whether ``pos`` starts the text or follows sentence punctuation (and spaces).
+
+    Walks back over the spaces instead of copying ``text[:pos]``, which made long texts
+    quadratic in their number of capitalised words.
+    """
+    i = pos - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i < 0 or text[i] in _SENTENCE_END
 
 
 def terms(text: str) -> list[str]:
