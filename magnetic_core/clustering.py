@@ -47,6 +47,7 @@ def two_means(vectors: np.ndarray, iterations: int = 8) -> np.ndarray:
     seed_b = int(np.argmin(vectors @ vectors[seed_a]))
     centers = np.stack([vectors[seed_a], vectors[seed_b]])
     mask = np.zeros(n, dtype=bool)
+    weights = np.empty((2, n), np.float32)
     for _ in range(iterations):
         sims = vectors @ centers.T
         new_mask = sims[:, 1] > sims[:, 0]
@@ -55,7 +56,10 @@ def two_means(vectors: np.ndarray, iterations: int = 8) -> np.ndarray:
         if np.array_equal(new_mask, mask):
             break
         mask = new_mask
-        centers = normalize(np.stack([vectors[~mask].sum(0), vectors[mask].sum(0)]))
+        # Both sides' sums as one product (no copies of the masked rows).
+        weights[1] = mask
+        np.logical_not(mask, out=weights[0], casting="unsafe")
+        centers = normalize(weights @ vectors)
     if not mask.any() or mask.all():
         mask = np.zeros(n, dtype=bool)
         mask[n // 2 :] = True
