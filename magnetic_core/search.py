@@ -126,9 +126,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
     )
     if use_sketch and snap is not None:
         budget = plan.min_cells if plan.min_cells > 0 else len(index)
-        pool = _snapshot_pool(
-            index, snap, np.asarray(slots, np.int64), q, budget, max(plan.rerank, 4 * plan.k)
-        )
+        pool = _snapshot_pool(index, *snap, slots, q, budget, max(plan.rerank, 4 * plan.k))
         if boosted and plan.entity_boost > 0:
             slot_set = set(slots)
             pool.extend(index, (c for c in boosted if index.loc[c].slot in slot_set), q)
@@ -198,8 +196,8 @@ def _sketcher(index: HierIndex, plan: SearchPlan) -> Sketcher | None:
 _SNAPSHOTS: weakref.WeakKeyDictionary[HierIndex, SnapshotCache] = weakref.WeakKeyDictionary()
 
 
-def _snapshot(index: HierIndex, plan: SearchPlan) -> Snapshot | None:
-    """The index's sub-list snapshot when it is current (see :mod:`magnetic_core.snapshot`)."""
+def _snapshot(index: HierIndex, plan: SearchPlan) -> tuple[Snapshot, frozenset[str]] | None:
+    """The index's sub-list snapshot and its dirty groups (see :mod:`magnetic_core.snapshot`)."""
     cache = _SNAPSHOTS.get(index)
     if cache is None or cache.rank != plan.sketch_rank or cache.list_size != plan.list_size:
         cache = SnapshotCache(plan.sketch_rank, plan.list_size)
@@ -208,24 +206,42 @@ def _snapshot(index: HierIndex, plan: SearchPlan) -> Snapshot | None:
 
 
 def _snapshot_pool(
-    index: HierIndex, snap: Snapshot, slots: np.ndarray, q: np.ndarray, budget: int, keep: int
+    index: HierIndex,
+    snap: Snapshot,
+    dirty: frozenset[str],
+    slots: Sequence[int],
+    q: np.ndarray,
+    budget: int,
+    keep: int,
 ) -> _Pool:
     """The probed groups' best sub-lists, scored by residual sketch; the best ``keep`` exactly.
 
     Sub-lists are ranked by the cosine of their mean; cells of the best ones, up to
     ``budget`` cells, are scored as ``q . mean + sketch . (q P)`` in one gather and one
-    product, and the best ``keep`` of those are scored exactly from the groups' blocks.
+    product, and the best ``keep`` of those are scored exactly. Probed groups that changed
+    since the snapshot was built (``dirty``) are scored exactly from their own blocks.
     """
-    first = snap.first_list[slots]
-    lists = ranges(first, snap.first_list[slots + 1] - first)
+    if dirty:
+        groups = index.slot_groups
+        live = [s for s in slots if groups[s].gid in dirty]
+        built = np.array(
+            [snap.slot_of[groups[s].gid][0] for s in slots if groups[s].gid not in dirty],
+            np.int64,
+        )
+        live_ids, live_scores = _score_groups(index, live, q)
+        budget -= len(live_ids)
+    else:
+        built = np.asarray(slots, np.int64)
+    first = snap.first_list[built]
+    lists = ranges(first, snap.first_list[built + 1] - first)
     base = snap.means[lists] @ q
     lens = snap.list_len[lists]
     if int(lens.sum()) > budget:
         order = np.argsort(-(base * snap.inv_norms[lists]), kind="stable")
-        need = int(np.searchsorted(np.cumsum(lens[order]), budget)) + 1
+        need = int(np.searchsorted(np.cumsum(lens[order]), max(budget, 1))) + 1
         order = order[:need]
         lists, base, lens = lists[order], base[order], lens[order]
-    if lists.size == snap.n_lists:
+    if lists.size == snap.n_lists and not dirty:
         # Every list, in packed order (slots are sorted): no gather needed.
         rows = np.arange(snap.sketches.shape[0])
         approx = snap.sketches @ (q @ snap.basis)
@@ -237,7 +253,11 @@ def _snapshot_pool(
         rows = rows[np.argpartition(approx, rows.size - keep)[rows.size - keep :]]
     at = snap.position[rows]
     ids = snap.ids
-    return _Pool([ids[i] for i in at.tolist()], np.take(snap.vectors, at, axis=0) @ q)
+    pool = _Pool([ids[i] for i in at.tolist()], np.take(snap.vectors, at, axis=0) @ q)
+    if dirty and live_ids:
+        pool.ids.extend(live_ids)
+        pool.scores = np.concatenate([pool.scores, live_scores])
+    return pool
 
 
 def _probe(

@@ -13,18 +13,18 @@ the best sub-lists approximately as ``q . mean + sketch . (q P)`` with one gathe
 product; the best ``keep`` of those are scored exactly from the groups' own blocks. Residuals
 are smaller than the vectors, so the sketch's error is too.
 
-The snapshot is a cache: it describes the index at one ``centroid_epoch`` (any change to any
-group moves the epoch) and is used only while the epoch is unchanged. Sub-lists and sketches
-are cached per group and rebuilt only for groups that changed, so a rebuild after a small write
-costs one concatenation. A store that alternates writes and searches never waits for a rebuild:
-the snapshot is rebuilt on the second search since the last change, and until then search
-scores the probed groups directly (see :mod:`magnetic_core.search`).
+The snapshot is a cache of the index at one ``centroid_epoch``. Writes do not wait for it:
+after a write, the groups that changed (or appeared) are *dirty* and search scores them
+directly from their own blocks, while every clean group is still served by the snapshot.
+The snapshot is rebuilt when a sizeable share of the groups is dirty; sub-lists and sketches
+are cached per group, so a rebuild recomputes only the dirty groups and re-packs the rest.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -84,6 +84,7 @@ class Snapshot:
     position: np.ndarray  # (N,) int64: each sketch row's cell in ``vectors`` / ``ids``
     vectors: np.ndarray  # (N, d) every cell's unit vector, group by group (group row order)
     ids: list[str]  # cell ids in the order of ``vectors``
+    slot_of: dict[str, tuple[int, Group, int]]  # gid -> (slot at build, group, its version)
 
     @property
     def n_lists(self) -> int:
@@ -99,10 +100,13 @@ class SnapshotCache:
         sample: at most this many residuals are used to fit the sketch basis.
     """
 
-    def __init__(self, rank: int, list_size: int = 32, sample: int = 16384) -> None:
+    def __init__(
+        self, rank: int, list_size: int = 32, sample: int = 16384, rebuild_share: float = 0.1
+    ) -> None:
         self.rank = rank
         self.list_size = list_size
         self.sample = sample
+        self.rebuild_share = rebuild_share
         self.snapshot: Snapshot | None = None
         self._lists: dict[str, tuple[Group, _Lists]] = {}
         self._sketches: dict[str, tuple[int, int, np.ndarray]] = {}
@@ -110,23 +114,51 @@ class SnapshotCache:
         self._basis_epoch = 0
         self._fitted_n = 0
         self._wanted = -1
+        self._dirty: tuple[int, frozenset[str]] = (-1, frozenset())
+        # Searches run concurrently under the store's read lock: one builds, others wait.
+        self._lock = threading.Lock()
 
-    def get(self, index: HierIndex) -> Snapshot | None:
-        """The snapshot of ``index`` now, or None when it is stale and not due for a rebuild.
+    def get(self, index: HierIndex) -> tuple[Snapshot, frozenset[str]] | None:
+        """The snapshot and the gids of the groups it does not describe (dirty), or None.
 
-        A stale snapshot is rebuilt on the second request since the index last changed, so
-        a store that alternates writes and searches never pays for a snapshot it would throw
-        away at the next write.
+        The first snapshot is built on the second request (a store being filled with
+        searches in between does not build one per batch); afterwards it is rebuilt when
+        more than ``rebuild_share`` of the groups are dirty.
         """
         epoch = index.centroid_epoch
         snap = self.snapshot
         if snap is not None and snap.epoch == epoch:
+            return snap, frozenset()
+        if snap is None:
+            if self._wanted != epoch:
+                self._wanted = epoch
+                return None
+            return self._rebuild(index), frozenset()
+        dirty_epoch, dirty = self._dirty
+        if dirty_epoch != epoch:
+            dirty = self._find_dirty(snap, index)
+            self._dirty = (epoch, dirty)
+        if len(dirty) > self.rebuild_share * len(index.slot_groups):
+            return self._rebuild(index), frozenset()
+        return snap, dirty
+
+    def _rebuild(self, index: HierIndex) -> Snapshot:
+        with self._lock:
+            snap = self.snapshot
+            if snap is None or snap.epoch != index.centroid_epoch:
+                snap = self.snapshot = self._build(index)
             return snap
-        if self._wanted != epoch:
-            self._wanted = epoch
-            return None
-        self.snapshot = self._build(index)
-        return self.snapshot
+
+    @staticmethod
+    def _find_dirty(snap: Snapshot, index: HierIndex) -> frozenset[str]:
+        """Groups that changed or appeared since ``snap`` was built."""
+        slot_of = snap.slot_of
+        dirty = []
+        for group in index.slot_groups:
+            known = slot_of.get(group.gid)
+            if known is None or known[1] is not group or known[2] != group.version:
+                dirty.append(group.gid)
+        return frozenset(dirty)
 
     # -- building ------------------------------------------------------------------------
     def _build(self, index: HierIndex) -> Snapshot:
@@ -165,7 +197,7 @@ class SnapshotCache:
         # Each group's block becomes its slice of the packed matrix, so the snapshot costs
         # no second copy of the vectors. A group that grows later copies itself out
         # (Group.append reallocates a full block); one that shrinks rewrites its own rows,
-        # and the moved epoch retires this snapshot before anything reads them.
+        # but it is dirty from then on and its packed rows are never read again.
         for group, start in zip(groups, group_start.tolist(), strict=True):
             group.vecs = vectors[start : start + group.n]
         return Snapshot(
@@ -181,6 +213,7 @@ class SnapshotCache:
             + (np.concatenate([lst.order for lst in lists]) if lists else np.empty(0, np.int64)),
             vectors=vectors,
             ids=[cid for g in groups for cid in g.ids],
+            slot_of={g.gid: (slot, g, g.version) for slot, g in enumerate(groups)},
         )
 
     def _group_lists(self, group: Group) -> _Lists:
