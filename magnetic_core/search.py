@@ -122,7 +122,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         sketcher is not None
         and plan.predicate is None
         and plan.n_probe < n_groups
-        and sum([index.slot_groups[s].n for s in slots]) > 16 * max(plan.rerank, 4 * plan.k)
+        and int(_group_sizes(index)[slots].sum()) > 16 * max(plan.rerank, 4 * plan.k)
     )
     if use_sketch and snap is not None:
         budget = plan.min_cells if plan.min_cells > 0 else len(index)
