@@ -36,8 +36,6 @@ class Group:
     total: np.ndarray = field(default_factory=lambda: np.empty(0))
     version: int = 0
     sketch: tuple[int, int, np.ndarray] | None = None
-    # Norm of ``total`` when the centroid row was last written (HierIndex._refresh).
-    norm: float = 0.0
 
     def __post_init__(self) -> None:
         self.vecs = np.empty((8, self.dim), np.float32)
@@ -72,7 +70,7 @@ class Group:
             return
         end = self.n + k
         if end > self.vecs.shape[0]:
-            grown = np.empty((max(self.vecs.shape[0] * 2, end), self.dim), np.float32)
+            grown = np.empty((max(self.vecs.shape[0], end) * 2, self.dim), np.float32)
             grown[: self.n] = self.vecs[: self.n]
             self.vecs = grown
         self.vecs[self.n : end] = vecs
@@ -112,23 +110,26 @@ _U = 2.0**-24  # unit roundoff of float32
 
 
 class _ScoreBound:
-    """A bound on the error of an approximate similarity score in :meth:`HierIndex.assign`.
+    """A bound on the error of the approximate similarity scores of :meth:`HierIndex.assign`.
 
     Scores from float32 products (BLAS, any summation order) are off by at most
-    ``gamma_d |x| |c|`` with ``gamma_d = d u / (1 - d u)``; the centroid's own rounding and the
-    final rounding add ``u |x|`` each. A column kept incrementally (``dot / norm`` with the
-    dot products and the squared norm updated from Gram entries) is off by at most
-    ``|x| (gamma_d + 2u) (r + 2 r^2)``, where ``r`` is the mass (sum of the norms that went
-    into the group's sum) over the sum's norm. The bound returned is twice that, plus a
+    ``gamma_d |x| |c|``, ``gamma_d = d u / (1 - d u)``; the centroid's own rounding and the
+    final rounding add ``u |x|`` each. A column updated incrementally (each row's dot
+    product with the group's sum, ``score * old norm``, plus the joined row's Gram entry,
+    over the new norm, whose square is updated the same way) is off by at most
+    ``|x| (gamma_d + (2 + 4 s) u) (r + 2 r^2)``: ``r`` is the mass (the sum of the norms
+    that went into the sum) over the sum's norm, ``s`` how many times the float32 column
+    was rewritten (four roundings each). The bound is twice that, plus ``3 u |x|`` and a
     tiny absolute term.
     """
 
     def __init__(self, dim: int, max_norm: float) -> None:
-        self.unit = dim * _U / (1.0 - dim * _U) + 2.0 * _U
+        self.gamma = dim * _U / (1.0 - dim * _U)
         self.scale = 2.0 * max_norm
 
-    def __call__(self, ratio: float) -> float:
-        return self.scale * (self.unit * (ratio + 2.0 * ratio * ratio) + 3.0 * _U) + 1e-9
+    def __call__(self, ratio: float, steps: int) -> float:
+        unit = self.gamma + (2.0 + 4.0 * steps) * _U
+        return self.scale * (unit * (ratio + 2.0 * ratio * ratio) + 3.0 * _U) + 1e-9
 
 
 class _Scratch:
@@ -136,17 +137,17 @@ class _Scratch:
 
     def __init__(self) -> None:
         self._f32 = np.empty(0, np.float32)
-        self._f64 = np.empty(0, np.float64)
+        self._gram = np.empty((0, 0), np.float32)
 
     def sims(self, rows: int, cols: int) -> np.ndarray:
         if self._f32.size < rows * cols:
             self._f32 = np.empty(max(rows * cols, 2 * self._f32.size), np.float32)
         return self._f32[: rows * cols].reshape(rows, cols)
 
-    def dots(self, rows: int, cols: int) -> np.ndarray:
-        if self._f64.size < rows * cols:
-            self._f64 = np.empty(rows * cols, np.float64)
-        return self._f64[: rows * cols].reshape(rows, cols)
+    def gram(self, rows: int) -> np.ndarray:
+        if self._gram.shape[0] < rows:
+            self._gram = np.empty((rows, rows), np.float32)
+        return self._gram[:rows, :rows]
 
 
 class HierIndex:
@@ -170,6 +171,8 @@ class HierIndex:
         self.slot_groups: list[Group] = []
         self._centroids = np.empty((64, dim), np.float32)
         self._totals = np.zeros((64, dim), np.float64)
+        # Norm of each sum when its centroid row was last written (_refresh).
+        self._norms = np.zeros(64, np.float64)
         self.loc: dict[str, Group] = {}
         self.seq: dict[str, int] = {}
         self._next_gid = 0
@@ -213,6 +216,9 @@ class HierIndex:
             totals = np.zeros((grown.shape[0], self.dim), np.float64)
             totals[: group.slot] = self._totals[: group.slot]
             self._totals = totals
+            norms = np.zeros(grown.shape[0], np.float64)
+            norms[: group.slot] = self._norms[: group.slot]
+            self._norms = norms
             for other in self.slot_groups:
                 other.total = totals[other.slot]
         group.total = self._totals[group.slot]
@@ -234,6 +240,7 @@ class HierIndex:
             tail.slot = slot
             self._centroids[slot] = self._centroids[last]
             self._totals[slot] = self._totals[last]
+            self._norms[slot] = self._norms[last]
             tail.total = self._totals[slot]
             moved = (last, slot)
         self.slot_groups.pop()
@@ -242,22 +249,22 @@ class HierIndex:
 
     def _refresh(self, group: Group) -> None:
         self._centroids[group.slot] = group.centroid()
-        group.norm = math.sqrt(float(group.total.dot(group.total)))
+        self._norms[group.slot] = math.sqrt(float(group.total.dot(group.total)))
         self.centroid_epoch += 1
 
     def _refresh_many(self, groups: Iterable[Group]) -> None:
         """:meth:`_refresh` for many groups at once (groups no longer in the index skipped)."""
-        alive = [g for g in groups if self.groups.get(g.gid) is g]
-        if not alive:
+        slots = [g.slot for g in groups if self.groups.get(g.gid) is g]
+        if not slots:
             return
-        slots = np.array([g.slot for g in alive])
         totals = self._totals[slots]
         norms = np.sqrt(np.einsum("ij,ij->i", totals, totals))
-        self._centroids[slots] = totals / np.maximum(norms, 1e-12)[:, None]
-        for group, norm in zip(alive, norms.tolist(), strict=True):
-            group.norm = norm
-            if norm < 1e-12:
-                self._refresh(group)
+        self._norms[slots] = norms
+        totals /= np.maximum(norms, 1e-12)[:, None]
+        self._centroids[slots] = totals
+        if norms.min() < 1e-12:  # a degenerate sum: Group.centroid's fallback
+            for slot in np.asarray(slots)[norms < 1e-12].tolist():
+                self._refresh(self.slot_groups[slot])
         self.centroid_epoch += 1
 
     # -- single-cell operations ------------------------------------------------------
@@ -369,45 +376,29 @@ class HierIndex:
         sims = scratch.sims(b, g0 + 2 * b + 1)
         if g0:
             np.matmul(x, self.centroids.T, out=sims[:, :g0])
-        gram = x @ x.T
+        # Only gram[i, i + 1:] is read: compute the upper triangle, by row blocks.
+        gram = scratch.gram(b)
+        for k in range(0, b, 64):
+            np.matmul(x[k : k + 64], x[k:].T, out=gram[k : k + 64, k:])
         x64 = x.astype(np.float64)
         sq = np.einsum("ij,ij->i", x, x, dtype=np.float64)
         sq_l: list[float] = sq.tolist()
         norm_l: list[float] = np.sqrt(sq).tolist()
         bound = _ScoreBound(self.dim, max(norm_l))
-        eps = bound(1.0)
-        worst = 1.0
-        # Columns of groups changed in this chunk: ``dots[t, j]`` is row j's dot product
-        # with the group's sum, ``norm2[t]`` that sum's squared norm, ``mass[t]`` the sum of
-        # the norms that went into it (what the error bound grows with).
-        dots = scratch.dots(3 * b + 3, b)
-        col: dict[Group, int] = {}
-        touched: list[Group] = []
-        norm2: list[float] = []
-        mass: list[float] = []
-        loc, seqs = self.loc, self.seq
+        worst, steps = 1.0, 0
+        eps = bound(worst, steps)
+        # A group joined in this chunk: [squared norm of its sum, mass, rewrites of its
+        # column]; its column times the norm is each row's dot product with the sum. For
+        # other groups, the norm is that of their last refresh (self._norms).
+        changed: dict[Group, list[float]] = {}
+        loc, seqs, seq = self.loc, self.seq, self._next_seq
+        cap, next_rebalance, ninf = self.max_group_size, self._next_rebalance, -np.inf
 
         def exact(group: Group, start: int) -> None:
             """Recompute a column from the group's (refreshed) centroid row."""
             if start < b:
                 sims[start:, group.slot] = x[start:] @ self._centroids[group.slot]
-
-        def track(group: Group, start: int) -> int:
-            """Start following a group's column incrementally from its exact value."""
-            t = col.get(group)
-            if t is None:
-                t = col[group] = len(touched)
-                touched.append(group)
-                norm2.append(0.0)
-                mass.append(0.0)
-            n0 = group.norm if group.n else 0.0
-            if n0 > 0.0:
-                np.multiply(sims[start:, group.slot], n0, out=dots[t, start:])
-            else:
-                dots[t, start:] = 0.0
-            norm2[t] = n0 * n0
-            mass[t] = n0
-            return t
+            changed.pop(group, None)
 
         for i in range(b):
             cid = ids[i]
@@ -418,8 +409,6 @@ class HierIndex:
                     sims[i:, moved[1]] = sims[i:, moved[0]]
                 elif self.groups.get(old.gid) is old:
                     exact(old, i)
-                    if old in col:
-                        track(old, i)
             g = len(groups)
             group: Group | None = None
             if g:
@@ -428,7 +417,7 @@ class HierIndex:
                 top = float(row[best])
                 if top >= threshold + eps:
                     # Join the best group if no other score is within 2 eps of it.
-                    row[best] = -np.inf
+                    row[best] = ninf
                     second = float(row[int(row.argmax())])
                     row[best] = top
                     if second < top - 2.0 * eps:
@@ -439,11 +428,13 @@ class HierIndex:
                     group = self._exact_best(x[i], row, top - 2.0 * eps, threshold)
             if group is None:
                 group = self._add_group()
-                t = track(group, i)
+            state = changed.get(group)
+            if state is None:
+                before = float(self._norms[group.slot]) if group.n else 0.0
+                state = changed[group] = [before * before, before, 0.0]
             else:
-                t = col.get(group, -1)
-                if t < 0:
-                    t = track(group, i)
+                before = math.sqrt(state[0])
+            dot = float(sims[i, group.slot]) * before if before > 0.0 else 0.0
             # group.append(cid, x[i]), inlined (the float64 row adds the same as float32)
             vecs, n = group.vecs, group.n
             if n == vecs.shape[0]:
@@ -455,37 +446,42 @@ class HierIndex:
             group.total += x64[i]
             group.version += 1
             loc[cid] = group
-            seqs[cid] = self._next_seq
-            self._next_seq += 1
-            n2 = norm2[t] + 2.0 * float(dots[t, i]) + sq_l[i]
-            m = mass[t] + norm_l[i]
-            norm2[t], mass[t] = n2, m
-            if group.n > self.max_group_size:
+            seqs[cid] = seq
+            seq += 1
+            n2 = state[0] + 2.0 * dot + sq_l[i]
+            m = state[1] + norm_l[i]
+            state[0], state[1] = n2, m
+            if n >= cap:
                 new = self.split(group)
-                for part in (group, new):
-                    exact(part, i + 1)
-                    track(part, i + 1)
+                exact(group, i + 1)
+                exact(new, i + 1)
             elif i + 1 < b:
                 if n2 > 0.0 and m * m <= 9.0 * n2:
                     norm = math.sqrt(n2)
-                    ahead = dots[t, i + 1 :]
-                    ahead += gram[i, i + 1 :]
-                    np.multiply(ahead, 1.0 / norm, out=sims[i + 1 :, group.slot])
-                    if m > worst * norm:
-                        worst = m / norm
-                        eps = bound(worst)
+                    column = sims[i + 1 :, group.slot]
+                    if before > 0.0:
+                        column *= before
+                        column += gram[i, i + 1 :]
+                    else:
+                        column[:] = gram[i, i + 1 :]
+                    column *= 1.0 / norm
+                    state[2] += 1.0
+                    if m > worst * norm or state[2] > steps:
+                        worst, steps = max(worst, m / norm), max(steps, int(state[2]))
+                        eps = bound(worst, steps)
                 else:
                     # The sum is small next to what went into it: start afresh, exactly.
                     self._refresh(group)
                     exact(group, i + 1)
-                    track(group, i + 1)
-            if len(loc) == self._next_rebalance:
+            if len(loc) == next_rebalance:
                 # Every centroid may move: the rest of the chunk starts afresh.
-                self._refresh_many(touched)
+                self._next_seq = seq
+                self._refresh_many(changed)
                 self._next_rebalance *= 2
                 self.rebalance()
                 return i + 1
-        self._refresh_many(touched)
+        self._next_seq = seq
+        self._refresh_many(changed)
         return b
 
     def _exact_best(
@@ -527,9 +523,7 @@ class HierIndex:
         group.n = len(kept)
         group.total[:] = group.view.sum(axis=0, dtype=np.float64)
         group.version += len(moved)
-        loc = self.loc
-        for cid in moved:
-            loc[cid] = new
+        self.loc.update(dict.fromkeys(moved, new))
         self.moved.update(moved)
         self._refresh(group)
         self._refresh(new)
@@ -539,9 +533,7 @@ class HierIndex:
         """Move every cell of ``absorb`` into ``keep``; returns the moved ids."""
         moved = list(absorb.ids)
         keep.extend(moved, absorb.view)
-        loc = self.loc
-        for cid in moved:
-            loc[cid] = keep
+        self.loc.update(dict.fromkeys(moved, keep))
         absorb.ids.clear()
         absorb.rows.clear()
         absorb.n = 0
