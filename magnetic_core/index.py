@@ -112,15 +112,16 @@ _U = 2.0**-24  # unit roundoff of float32
 class _ScoreBound:
     """A bound on the error of the approximate similarity scores of :meth:`HierIndex.assign`.
 
-    Scores from float32 products (BLAS, any summation order) are off by at most
-    ``gamma_d |x| |c|``, ``gamma_d = d u / (1 - d u)``; the centroid's own rounding and the
-    final rounding add ``u |x|`` each. A column updated incrementally (each row's dot
+    With ``u = 2**-24`` and ``gamma_d = d u / (1 - d u)``: a float32 product (BLAS, any
+    summation order) of a row ``x`` with a centroid is off by at most ``gamma_d |x|``, and
+    the centroid's rounding adds ``u |x|``. A column updated incrementally (each row's dot
     product with the group's sum, ``score * old norm``, plus the joined row's Gram entry,
-    over the new norm, whose square is updated the same way) is off by at most
-    ``|x| (gamma_d + (2 + 4 s) u) (r + 2 r^2)``: ``r`` is the mass (the sum of the norms
-    that went into the sum) over the sum's norm, ``s`` how many times the float32 column
-    was rewritten (four roundings each). The bound is twice that, plus ``3 u |x|`` and a
-    tiny absolute term.
+    over the new norm, whose square is updated the same way) then has its dot products off
+    by at most ``|x| M (gamma_d + (2 + 5 s) u)``, where ``M`` (the mass) is the sum of the
+    norms that went into the group's sum and ``s`` how many times the float32 column was
+    rewritten (five roundings each); the score is off by that times ``(r + 2 r^2) / M`` with
+    ``r = M / norm``. The exact score it is compared with (:meth:`HierIndex._exact_best`) is
+    within ``u |x|`` of the true one. Returned: twice the sum, plus a tiny absolute term.
     """
 
     def __init__(self, dim: int, max_norm: float) -> None:
@@ -128,7 +129,7 @@ class _ScoreBound:
         self.scale = 2.0 * max_norm
 
     def __call__(self, ratio: float, steps: int) -> float:
-        unit = self.gamma + (2.0 + 4.0 * steps) * _U
+        unit = self.gamma + (2.0 + 5.0 * steps) * _U
         return self.scale * (unit * (ratio + 2.0 * ratio * ratio) + 3.0 * _U) + 1e-9
 
 
@@ -346,16 +347,17 @@ class HierIndex:
         """Insert (or move, for existing ids) unit vectors with online clustering.
 
         The result equals inserting them one at a time in order. Each chunk's similarity to
-        all centroids is one (B, G) product. A group that changes while the chunk is
-        processed gets its column updated from the chunk's Gram matrix (its members' sum
-        gains the joined row, then the column is divided by the sum's new norm), or
-        recomputed as a (B, d) matrix-vector product after a split or a removal.
+        all centroids is one (B, G) product. When a row joins a group, that group's column
+        is updated for the rows after it from the chunk's Gram matrix (score times the old
+        norm of the group's sum, plus the Gram entry, over the new norm); after a split or
+        a removal the columns are recomputed from the refreshed centroids. Centroid rows of
+        the groups a chunk changed are written once, at its end.
 
-        These scores are rounded differently from a direct product, so decisions are taken
-        with a proven error bound ``eps`` on every score: a join or a new group is decided
-        from them only when no score within ``eps`` could change it. Otherwise (a best
-        score near the threshold, or near-ties) the candidate groups are scored exactly
-        (:meth:`_exact_best`), the same way whether a chunk holds one cell or many.
+        Those scores are rounded differently from a direct product, so every decision is
+        taken with a proven bound ``eps`` on their error (:class:`_ScoreBound`): a join or
+        a new group follows from them only when no score within ``eps`` could change it;
+        otherwise (a best score near the threshold, or a near tie) the candidate groups are
+        scored exactly (:meth:`_exact_best`), which a one-cell chunk does the same way.
         """
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         threshold = float(threshold)

@@ -109,3 +109,23 @@ def test_random_small_dims(seed):
     ids = [f"c{i}" for i in range(len(vecs))]
     for threshold, cap in itertools.product([0.0, 0.9], [5, 50]):
         _assert_same(ids, vecs, threshold, cap)
+
+
+def test_one_group_joined_by_a_whole_large_chunk():
+    # Every row joins the same group: its column is rewritten hundreds of times.
+    rng = np.random.default_rng(7)
+    centre = rng.standard_normal(24)
+    vecs = (centre + 0.3 * rng.standard_normal((900, 24))).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"c{i}" for i in range(len(vecs))]
+    _assert_same(ids, vecs, 0.2, cap=5000, chunks=(900,))
+
+
+def test_sums_that_nearly_cancel():
+    # Threshold -1: everything joins, and the sum of random 3-d vectors is short next to
+    # the norms that went into it, so columns are recomputed exactly along the way.
+    rng = np.random.default_rng(8)
+    vecs = rng.standard_normal((400, 3)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"c{i}" for i in range(len(vecs))]
+    _assert_same(ids, vecs, -1.0, cap=5000)
