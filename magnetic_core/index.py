@@ -99,11 +99,15 @@ class Group:
         return vec
 
     def centroid(self) -> np.ndarray:
+        return self.centroid_and_norm()[0]
+
+    def centroid_and_norm(self) -> tuple[np.ndarray, float]:
+        """The centroid row and the norm of ``total`` it was divided by."""
         # Same value as np.linalg.norm (sqrt of the dot product), without its call overhead.
         norm = math.sqrt(float(self.total.dot(self.total)))
         if norm < 1e-12:
-            return normalize(self.view.mean(axis=0, keepdims=True))[0]
-        return (self.total / norm).astype(np.float32)
+            return normalize(self.view.mean(axis=0, keepdims=True))[0], norm
+        return (self.total / norm).astype(np.float32), norm
 
 
 _U = 2.0**-24  # unit roundoff of float32
@@ -249,8 +253,7 @@ class HierIndex:
         return moved
 
     def _refresh(self, group: Group) -> None:
-        self._centroids[group.slot] = group.centroid()
-        self._norms[group.slot] = math.sqrt(float(group.total.dot(group.total)))
+        self._centroids[group.slot], self._norms[group.slot] = group.centroid_and_norm()
         self.centroid_epoch += 1
 
     def _refresh_many(self, groups: Iterable[Group]) -> None:
