@@ -102,12 +102,12 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         return []
     q = plan.vector
     sketcher = _sketcher(index, plan)
-    snap = _snapshot(index, plan) if sketcher is not None and plan.predicate is None else None
+    snap = _snapshot(index, plan) if plan.predicate is None else None
     group_cells = plan.min_cells
     if snap is not None and plan.min_cells > 0:
         # Groups are probed wider than the cell budget; their best sub-lists fill it.
         group_cells = math.ceil(plan.group_spread * plan.min_cells)
-    probe = _probe(index, q, plan.n_probe, group_cells, sketcher)
+    probe = _probe(index, q, plan.n_probe, group_cells, _centroid_sketcher(index, sketcher))
     centroid_slots = set(probe.tolist())
     boosted = catalog.cells_with(plan.entities, plan.max_entity_share) if plan.entities else set()
     routed = (
@@ -119,7 +119,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
     slots = sorted(centroid_slots | entity_slots)
 
     use_sketch = (
-        sketcher is not None
+        (sketcher is not None or snap is not None)
         and plan.predicate is None
         and plan.n_probe < n_groups
         and int(_group_sizes(index)[slots].sum()) > 16 * max(plan.rerank, 4 * plan.k)
@@ -130,7 +130,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         if boosted and plan.entity_boost > 0:
             slot_set = set(slots)
             pool.extend(index, (c for c in boosted if index.loc[c].slot in slot_set), q)
-    elif use_sketch:
+    elif use_sketch and sketcher is not None:
         pool = _sketch_pool(index, sketcher, slots, q, max(plan.rerank, 4 * plan.k))  # type: ignore[arg-type]
         if boosted and plan.entity_boost > 0:
             slot_set = set(slots)
@@ -192,17 +192,39 @@ def _sketcher(index: HierIndex, plan: SearchPlan) -> Sketcher | None:
     return sketcher if sketcher.ready(index) else None
 
 
+SNAPSHOT_MIN_CELLS = 4096
 # One snapshot cache per index, owned here (the index knows nothing of search caches).
 _SNAPSHOTS: weakref.WeakKeyDictionary[HierIndex, SnapshotCache] = weakref.WeakKeyDictionary()
 
 
+def _centroid_sketcher(index: HierIndex, sketcher: Sketcher | None) -> Sketcher | None:
+    """The sketcher used to shortlist centroids (exactly re-scored), fitted or not.
+
+    Shortlisting only orders centroids before the best four times ``n_probe`` are scored
+    exactly, so it tolerates a basis that ranks cells too poorly to pre-score them.
+    """
+    if sketcher is not None:
+        return sketcher
+    fitted = index.sketcher
+    if fitted is not None and fitted.basis is not None and fitted.energy >= 0.5:
+        return fitted  # type: ignore[no-any-return]
+    return None
+
+
 def _snapshot(index: HierIndex, plan: SearchPlan) -> tuple[Snapshot, frozenset[str]] | None:
-    """The index's sub-list snapshot and its dirty groups (see :mod:`magnetic_core.snapshot`)."""
+    """The index's sub-list snapshot and its dirty groups (see :mod:`magnetic_core.snapshot`).
+
+    None for small stores (exact scoring is cheap there), while the first snapshot is not
+    yet due, or when residual sketches would rank too poorly (energy below the floor).
+    """
+    if not 0 < plan.sketch_rank < index.dim or len(index) < SNAPSHOT_MIN_CELLS:
+        return None
     cache = _SNAPSHOTS.get(index)
     if cache is None or cache.rank != plan.sketch_rank or cache.list_size != plan.list_size:
         cache = SnapshotCache(plan.sketch_rank, plan.list_size)
         _SNAPSHOTS[index] = cache
-    return cache.get(index)
+    got = cache.get(index)
+    return got if got is not None and got[0].usable else None
 
 
 def _snapshot_pool(

@@ -85,6 +85,7 @@ class Snapshot:
     vectors: np.ndarray  # (N, d) every cell's unit vector, group by group (group row order)
     ids: list[str]  # cell ids in the order of ``vectors``
     slot_of: dict[str, tuple[int, Group, int]]  # gid -> (slot at build, group, its version)
+    usable: bool  # the basis holds enough of the residuals' energy to pre-score by sketch
 
     @property
     def n_lists(self) -> int:
@@ -98,12 +99,22 @@ class SnapshotCache:
         rank: sketch dimension.
         list_size: target cells per sub-list.
         sample: at most this many residuals are used to fit the sketch basis.
+        min_energy: share of the residuals' second moment the basis must hold for the
+            snapshot to be used (below it, e.g. for data spread evenly over all directions,
+            sketches rank too poorly and search scores the probed groups exactly).
     """
 
     def __init__(
-        self, rank: int, list_size: int = 32, sample: int = 16384, rebuild_share: float = 0.1
+        self,
+        rank: int,
+        list_size: int = 32,
+        sample: int = 16384,
+        rebuild_share: float = 0.1,
+        min_energy: float = 0.6,
     ) -> None:
         self.rank = rank
+        self.min_energy = min_energy
+        self.energy = 0.0
         self.list_size = list_size
         self.sample = sample
         self.rebuild_share = rebuild_share
@@ -173,7 +184,12 @@ class SnapshotCache:
             self._fit_basis(groups, lists, n)
         basis = self._basis
         assert basis is not None
-        sketches = [self._group_sketch(g, lst, basis) for g, lst in zip(groups, lists, strict=True)]
+        usable = self.energy >= self.min_energy
+        sketches = (
+            [self._group_sketch(g, lst, basis) for g, lst in zip(groups, lists, strict=True)]
+            if usable
+            else []
+        )
         counts = np.array([lst.lengths.shape[0] for lst in lists], np.int64)
         first_list = np.zeros(len(groups) + 1, np.int64)
         np.cumsum(counts, out=first_list[1:])
@@ -214,6 +230,7 @@ class SnapshotCache:
             vectors=vectors,
             ids=[cid for g in groups for cid in g.ids],
             slot_of={g.gid: (slot, g, g.version) for slot, g in enumerate(groups)},
+            usable=usable,
         )
 
     def _group_lists(self, group: Group) -> _Lists:
@@ -233,7 +250,8 @@ class SnapshotCache:
             owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)[::step]
             parts.append(group.view[rows] - lst.means[owner])
         sample = np.concatenate(parts).astype(np.float64)
-        _, vectors = np.linalg.eigh(sample.T @ sample)
+        values, vectors = np.linalg.eigh(sample.T @ sample)
+        self.energy = float(values[::-1][: self.rank].sum() / max(values.sum(), 1e-12))
         self._basis = np.ascontiguousarray(vectors[:, ::-1][:, : self.rank], dtype=np.float32)
         self._basis_epoch = next(_EPOCHS)
         self._fitted_n = n
