@@ -66,13 +66,17 @@ class LexicalIndex:
         self._total_length += length
         distinct = tuple(counts)
         self._doc_terms[doc] = distinct
+        postings = self._postings
         for term, tf in counts.items():
-            post = self._postings.get(term)
+            post = postings.get(term)
             if post is None:
-                post = self._postings[term] = (array("l"), array("f"))
-            post[0].append(doc)
-            post[1].append(tf)
-            self._cache.pop(term, None)
+                postings[term] = (array("l", (doc,)), array("f", (tf,)))
+            else:
+                post[0].append(doc)
+                post[1].append(tf)
+        if self._cache:
+            for term in distinct:
+                self._cache.pop(term, None)
         return distinct
 
     def remove(self, cid: str) -> None:
