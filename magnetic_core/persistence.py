@@ -27,7 +27,10 @@ __all__ = ["ChromaStore", "StoredCell", "open_client"]
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# Schema 2 rows (long field names, every field present) are still read; a schema 2 store is
+# restamped 3 when opened, since the rows written from then on are schema 3.
+_READS = (2, 3)
 ROW_KEY = "_mag"
 # Chroma's HNSW is built on every write but never searched by the engine (search runs on
 # the in-memory hierarchy; Chroma is only asked for rows by id or page), so it is built as
@@ -112,13 +115,15 @@ class ChromaStore:
                 hint="open it with the same embedder, or use another namespace or path",
             )
         schema = int(meta.get("mag_schema", 1))
-        if schema != SCHEMA_VERSION:
+        if schema not in _READS:
             newer = schema > SCHEMA_VERSION
             raise PersistenceError(
                 f"namespace {self.namespace!r} has storage schema {schema}; this version of "
-                f"magnetic-storage reads schema {SCHEMA_VERSION}",
+                f"magnetic-storage reads schemas {', '.join(map(str, _READS))}",
                 hint="upgrade magnetic-storage" if newer else "re-ingest into a new path",
             )
+        if schema != SCHEMA_VERSION:
+            self.save_settings(mag_schema=SCHEMA_VERSION)
 
     def save_settings(self, **values: Any) -> None:
         meta = self.settings()
@@ -246,16 +251,19 @@ def encode_row(
 
     One key instead of one per field: Chroma stores each metadata key as its own row, and
     packing them made persisted ingest about 11% faster here. JSON also keeps floats exact.
+    Field names are one letter and fields holding their default (no metadata, entities or
+    links; updated when created) are left out: Chroma's cost per cell grows with the
+    bytes of its metadata, and this halves a typical record (about 5% of Chroma's time).
     """
-    record = {
-        "group": group_id,
-        "meta": metadata_to_json(metadata),
-        "entities": list(entities),
-        "created": float(created_at),
-        "updated": float(updated_at),
-        "seq": int(seq),
-        "links": list(contradictions),
-    }
+    record: dict[str, Any] = {"g": group_id, "s": int(seq), "c": float(created_at)}
+    if updated_at != created_at:
+        record["u"] = float(updated_at)
+    if entities:
+        record["e"] = list(entities)
+    if metadata:
+        record["m"] = metadata_to_json(metadata)
+    if contradictions:
+        record["l"] = list(contradictions)
     return {ROW_KEY: json.dumps(record, ensure_ascii=False, separators=(",", ":"))}
 
 
@@ -270,15 +278,26 @@ def _decode_row(
             hint="re-ingest into a new namespace or path",
         )
     record = json.loads(raw)
+    if "group" in record:  # schema 2: long names, every field present
+        record = {
+            "g": record["group"],
+            "s": record["seq"],
+            "c": record["created"],
+            "u": record["updated"],
+            "e": record["entities"],
+            "m": record["meta"],
+            "l": record["links"],
+        }
+    created = float(record["c"])
     return StoredCell(
         id=cid,
         vector=vector,
         text=text or "",
-        metadata=metadata_from_json(record["meta"]),
-        group_id=str(record["group"]),
-        entities=tuple(record["entities"]),
-        created_at=float(record["created"]),
-        updated_at=float(record["updated"]),
-        seq=int(record["seq"]),
-        contradictions=tuple(record["links"]),
+        metadata=metadata_from_json(record.get("m", {})),
+        group_id=str(record["g"]),
+        entities=tuple(record.get("e", ())),
+        created_at=created,
+        updated_at=float(record.get("u", created)),
+        seq=int(record["s"]),
+        contradictions=tuple(record.get("l", ())),
     )

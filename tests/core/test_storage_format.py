@@ -1,0 +1,72 @@
+"""What a cell row holds in Chroma survives a reopen, in the current and the previous schema."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+
+import chromadb
+
+from magnetic_core import MagneticMemory
+from magnetic_core.persistence import ROW_KEY, SCHEMA_VERSION
+
+
+def _fill(mem: MagneticMemory) -> None:
+    mem.add(
+        ["Ada Lovelace wrote notes.md", "plain words only", "third one at /srv/app/run.sh"],
+        ids=["a", "b", "c"],
+        metadatas=[{"n": 1, "when": dt.date(2024, 5, 1), "pair": (1, "x")}, None, {"x": None}],
+    )
+    time.sleep(0.01)  # timestamps have millisecond resolution
+    mem.add(["Ada Lovelace rewrote notes.md"], ids=["a"], metadatas=[{"n": 2, "f": 0.1}])
+    mem.mark_contradiction("a", "c", "they disagree")
+
+
+def test_every_field_survives_a_reopen(tmp_path, hashing):
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        _fill(mem)
+        before = mem.get()
+    a = next(c for c in before if c.id == "a")
+    assert a.updated_at > a.created_at and a.entities and a.contradictions
+    assert next(c for c in before if c.id == "b").metadata == {}
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        assert mem.get() == before
+
+
+def _as_schema_2(raw: str) -> str:
+    """A current row rewritten as schema 2 wrote it (long names, every field present)."""
+    r = json.loads(raw)
+    created = r["c"]
+    return json.dumps(
+        {
+            "group": r["g"],
+            "meta": r.get("m", {}),
+            "entities": r.get("e", []),
+            "created": created,
+            "updated": r.get("u", created),
+            "seq": r["s"],
+            "links": r.get("l", []),
+        }
+    )
+
+
+def test_a_schema_2_store_is_read_and_restamped(tmp_path, hashing):
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        _fill(mem)
+        before = mem.get()
+    client = chromadb.PersistentClient(path=str(tmp_path))
+    cells = client.get_collection("mag-default-cells")
+    got = cells.get(include=["metadatas"])
+    old = [{ROW_KEY: _as_schema_2(m[ROW_KEY])} for m in got["metadatas"]]
+    cells.update(ids=got["ids"], metadatas=old)
+    cells.modify(metadata={**(cells.metadata or {}), "mag_schema": 2})
+    client.close()
+
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        assert mem.get() == before
+        assert mem._store.settings()["mag_schema"] == SCHEMA_VERSION
+        mem.add(["a new cell"], ids=["d"])
+        after = mem.get()
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        assert mem.get() == after
