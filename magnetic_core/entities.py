@@ -8,6 +8,7 @@ time, lower-cased, and indexed from entity to groups and cells.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 __all__ = ["extract_entities", "terms"]
 
@@ -56,15 +57,33 @@ STOPWORDS = _STOP_CAPS | frozenset(
 # ".ext", a camel-case word has a lower-case letter or digit before a capital, ...): texts
 # without that sign skip the pattern. Most texts hold no "/", "@", "_" or file name, and
 # one scan for the sign costs far less than running the pattern at every word boundary.
-_EXT = _FILE.pattern[_FILE.pattern.index(r"\.(?:") :]
-_SIGNS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
-    (_URL, re.compile(r"://")),
-    (_EMAIL, re.compile(r"@")),
-    (_PATH, re.compile(r"/|:\\")),
-    (_FILE, re.compile(_EXT, re.IGNORECASE)),
-    (_IDENT, re.compile(r"[A-Za-z0-9][-_#][A-Za-z0-9]|[A-Z][0-9]|#\d")),
-    (_CAMEL, re.compile(r"[a-z0-9][A-Z]")),
-    (_SNAKE, re.compile(r"_")),
+_EXT = re.compile(_FILE.pattern[_FILE.pattern.index(r"\.(?:") :], re.IGNORECASE)
+_UPPER_DIGIT = re.compile(r"[A-Z][0-9]")
+# ASCII letters and digits by case ("a" lower or digit, "A" upper, " " other): a camel-case
+# word needs "aA". Dropping non-ASCII characters first can only join such pairs, not split
+# them, so the sign never misses one.
+_CASES = bytes.maketrans(
+    bytes(range(128)),
+    bytes(
+        ord("a") if chr(c).islower() or chr(c).isdigit() else ord("A") if chr(c).isupper() else 32
+        for c in range(128)
+    ),
+)
+
+
+def _camel_sign(text: str) -> bool:
+    return b"aA" in text.encode("ascii", "ignore").translate(_CASES)
+
+
+_SIGNS: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = (
+    (_URL, lambda t: "://" in t),
+    (_EMAIL, lambda t: "@" in t),
+    (_PATH, lambda t: "/" in t or ":\\" in t),
+    (_FILE, lambda t: _EXT.search(t) is not None),
+    # a separator between letters or digits, a capital before a digit, or "#"
+    (_IDENT, lambda t: "-" in t or "_" in t or "#" in t or _UPPER_DIGIT.search(t) is not None),
+    (_CAMEL, _camel_sign),
+    (_SNAKE, lambda t: "_" in t),
 )
 _QUOTES = ".,;:!?'\"()[]{}"
 _SENTENCE_END = ".!?:\n\"'"
@@ -93,7 +112,7 @@ def extract_entities(text: str) -> list[str]:
         return any(s <= start and end <= e for s, e in spans)
 
     for pattern, sign in _SIGNS:
-        if sign.search(text) is None:
+        if not sign(text):
             continue
         for m in pattern.finditer(text):
             start, end = m.span()
