@@ -134,3 +134,13 @@ def test_vectors_survive_the_snapshot_and_later_writes(data) -> None:
     for group in index.slot_groups:
         total = group.view.sum(axis=0, dtype=np.float64)
         np.testing.assert_allclose(group.total, total, atol=1e-4)
+
+
+def test_blocked_matvec_equals_the_plain_product() -> None:
+    from magnetic_core.search import MATVEC_BLOCK, matvec
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2 * MATVEC_BLOCK + 17, 16)).astype(np.float32)
+    x = rng.standard_normal(16).astype(np.float32)
+    np.testing.assert_allclose(matvec(a, x), a @ x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(matvec(a[:5], x), a[:5] @ x, rtol=1e-5, atol=1e-5)
