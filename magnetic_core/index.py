@@ -510,11 +510,13 @@ class HierIndex:
     def split(self, group: Group) -> Group:
         """Split a group in two by 2-means; returns the new group. Moved cells are noted.
 
-        The cells the 2-means mask picks move to the new group as one block; the others
-        stay, in their order.
+        The smaller side of the 2-means split moves to the new group as one block (each
+        moved cell is rewritten in storage); the others stay, in their order.
         """
         view = group.view
         mask = two_means(view)
+        if 2 * int(mask.sum()) > mask.shape[0]:
+            mask = ~mask
         take = np.flatnonzero(mask)
         keep = np.flatnonzero(~mask)
         moved = [group.ids[r] for r in take.tolist()]

@@ -96,3 +96,19 @@ def test_merge_pairs_are_greedy_disjoint_and_respect_the_cap():
     assert {(i, j) for i, j, _ in capped} == {(2, 3)}
     # blocked computation gives the same plan
     assert plan_merge_pairs(c, 0.95, block=1) == pairs
+
+
+def test_a_split_moves_the_smaller_side_to_the_new_group():
+    # Moved cells are rewritten in storage, so a split moves as few as it can.
+    vecs, _ = clustered_data(2, 16, 2, spread=0.0, seed=5)
+    rng = np.random.default_rng(5)
+    for big in (0, 1):
+        rows = np.array([vecs[big]] * 7 + [vecs[1 - big]] * 3, np.float32)
+        rows += rng.normal(0, 0.01, rows.shape).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        index = HierIndex(16, 100)
+        index.assign([f"c{i}" for i in range(10)], rows, -1.0)
+        (group,) = index.slot_groups
+        new = index.split(group)
+        assert sorted(new.ids) == ["c7", "c8", "c9"]
+        assert index.take_moved() == {"c7", "c8", "c9"}
