@@ -19,11 +19,24 @@ import numpy as np
 if TYPE_CHECKING:
     from magnetic_core.index import Group, HierIndex
 
-__all__ = ["Packed", "Sketcher"]
+__all__ = ["Packed", "Sketcher", "principal_basis"]
 
 # Basis versions are unique across Sketcher instances, so a group's cached sketch can never
 # be mistaken for one made with another basis.
 _EPOCHS = itertools.count(1)
+
+
+def principal_basis(sample: np.ndarray, rank: int) -> tuple[np.ndarray, float]:
+    """The top ``rank`` directions of the uncentred second moment of ``sample`` (rows).
+
+    Returns:
+        ``(basis, energy)``: a (d, rank) float32 basis and the share of the second moment
+        it holds.
+    """
+    sample = sample.astype(np.float64)
+    values, vectors = np.linalg.eigh(sample.T @ sample)
+    energy = float(values[::-1][:rank].sum() / max(values.sum(), 1e-12))
+    return np.ascontiguousarray(vectors[:, ::-1][:, :rank], dtype=np.float32), energy
 
 
 @dataclass(frozen=True)
@@ -74,11 +87,7 @@ class Sketcher:
         n = len(index)
         step = max(1, n // self.sample)
         parts = [g.view[::step] for g in index.slot_groups if g.n]
-        sample = np.concatenate(parts).astype(np.float64)
-        second_moment = sample.T @ sample
-        values, vectors = np.linalg.eigh(second_moment)
-        self.energy = float(values[::-1][: self.rank].sum() / max(values.sum(), 1e-12))
-        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : self.rank], dtype=np.float32)
+        self.basis, self.energy = principal_basis(np.concatenate(parts), self.rank)
         self._fitted_n = n
         self.epoch = next(_EPOCHS)
         self._centroids = None

@@ -22,7 +22,6 @@ are cached per group, so a rebuild recomputes only the dirty groups and re-packs
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 from dataclasses import dataclass
@@ -30,14 +29,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from magnetic_core.sketch import principal_basis
+
 if TYPE_CHECKING:
     from magnetic_core.index import Group, HierIndex
 
 __all__ = ["Snapshot", "SnapshotCache", "ranges"]
-
-# Basis versions are unique across caches, so a sketch can never be mistaken for one made
-# with another basis.
-_EPOCHS = itertools.count(1)
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -62,6 +59,11 @@ class _Lists:
     order: np.ndarray  # group rows, sub-list by sub-list
     lengths: np.ndarray  # cells per sub-list
     means: np.ndarray  # (s, d) float32 unnormalised means
+
+    def residuals(self, vecs: np.ndarray, step: int = 1) -> np.ndarray:
+        """Every ``step``-th member (in list order) minus its list's mean."""
+        owner = np.repeat(np.arange(self.lengths.shape[0]), self.lengths)[::step]
+        return vecs[self.order[::step]] - self.means[owner]
 
 
 @dataclass(frozen=True)
@@ -120,9 +122,8 @@ class SnapshotCache:
         self.rebuild_share = rebuild_share
         self.snapshot: Snapshot | None = None
         self._lists: dict[str, tuple[Group, _Lists]] = {}
-        self._sketches: dict[str, tuple[int, int, np.ndarray]] = {}
+        self._sketches: dict[str, tuple[_Lists, np.ndarray]] = {}  # by the lists they sketch
         self._basis: np.ndarray | None = None
-        self._basis_epoch = 0
         self._fitted_n = 0
         self._wanted = -1
         self._dirty: tuple[int, frozenset[str]] = (-1, frozenset())
@@ -244,27 +245,17 @@ class SnapshotCache:
     def _fit_basis(self, groups: list[Group], lists: list[_Lists], n: int) -> None:
         """Uncentred PCA of a strided sample of residuals (vector minus its list's mean)."""
         step = max(1, n // self.sample)
-        parts = []
-        for group, lst in zip(groups, lists, strict=True):
-            rows = lst.order[::step]
-            owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)[::step]
-            parts.append(group.view[rows] - lst.means[owner])
-        sample = np.concatenate(parts).astype(np.float64)
-        values, vectors = np.linalg.eigh(sample.T @ sample)
-        self.energy = float(values[::-1][: self.rank].sum() / max(values.sum(), 1e-12))
-        self._basis = np.ascontiguousarray(vectors[:, ::-1][:, : self.rank], dtype=np.float32)
-        self._basis_epoch = next(_EPOCHS)
+        parts = [lst.residuals(g.view, step) for g, lst in zip(groups, lists, strict=True)]
+        self._basis, self.energy = principal_basis(np.concatenate(parts), self.rank)
         self._fitted_n = n
         self._sketches.clear()
 
     def _group_sketch(self, group: Group, lst: _Lists, basis: np.ndarray) -> np.ndarray:
         cached = self._sketches.get(group.gid)
-        if cached is not None and cached[0] == lst.version and cached[1] == self._basis_epoch:
-            return cached[2]
-        owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)
-        residual = group.view[lst.order] - lst.means[owner]
-        sketch = np.ascontiguousarray(residual @ basis)
-        self._sketches[group.gid] = (lst.version, self._basis_epoch, sketch)
+        if cached is not None and cached[0] is lst:
+            return cached[1]
+        sketch = np.ascontiguousarray(lst.residuals(group.view) @ basis)
+        self._sketches[group.gid] = (lst, sketch)
         return sketch
 
 

@@ -144,3 +144,19 @@ def test_blocked_matvec_equals_the_plain_product() -> None:
     x = rng.standard_normal(16).astype(np.float32)
     np.testing.assert_allclose(matvec(a, x), a @ x, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(matvec(a[:5], x), a[:5] @ x, rtol=1e-5, atol=1e-5)
+
+
+def test_a_regrouped_index_gets_fresh_sub_lists_and_sketches(data) -> None:
+    # Regrouping makes new groups that reuse the old ids (g0, g1, ...): nothing cached for
+    # the old groups may be served for them.
+    base, queries = data
+    index = _index(base)
+    _search(index, queries[0])
+    _search(index, queries[0])
+    index.regroup(0.75)
+    _, truth = exact_knn(base, queries, 10)
+    results = [_search(index, q) for q in queries]
+    results = [_search(index, q) for q in queries]  # from the rebuilt snapshot
+    assert _SNAPSHOTS[index].snapshot.epoch == index.centroid_epoch
+    found = [[float(base[int(c[1:])] @ q) for c in r] for r, q in zip(results, queries)]
+    assert recall_at_k_tie_aware(found, truth, 10) >= 0.95
