@@ -131,10 +131,22 @@ class MagneticMemory:
         self._writeback = WriteBack(self._store, self._index, self._catalog)
 
     def close(self) -> None:
-        """Release the Chroma client (only when this memory opened it). Idempotent."""
+        """Update the stored group cache and release the Chroma client. Idempotent.
+
+        Cells are written by every call that changes them; only the groups collection (a
+        cache of centroids and sizes, repaired on open if it is stale) is brought up to date
+        here. The client is closed only when this memory opened it.
+        """
         if self._closed:
             return
-        self._closed = True
+        with self._lock.write():
+            self._closed = True
+            writeback = getattr(self, "_writeback", None)  # absent when opening failed
+            try:
+                if writeback is not None:
+                    writeback.groups()
+            except PersistenceError as e:
+                logger.warning("the group cache was not updated (repaired on next open): %s", e)
         if self._owns_client and hasattr(self._client, "close"):
             try:
                 self._client.close()
@@ -452,6 +464,7 @@ class MagneticMemory:
                         self._index.merge(groups[keep], groups[absorb])
                         kept.append(keep)
                 self._writeback.cells()
+                self._writeback.groups()
             except PersistenceError:
                 self._load()
                 raise

@@ -209,12 +209,12 @@ class ChromaStore:
                 "delete groups", self.groups.delete, ids=list(gids[start : start + self._batch])
             )
 
-    def group_sizes(self) -> dict[str, int]:
-        """Cached group sizes by id, as stored."""
-        got = self._call("list groups", self.groups.get, include=["metadatas"])
+    def group_cache(self) -> dict[str, tuple[int, np.ndarray]]:
+        """Cached ``(size, centroid)`` of each group by id, as stored."""
+        got = self._call("list groups", self.groups.get, include=["metadatas", "embeddings"])
         return {
-            gid: int((meta or {}).get("size", -1))
-            for gid, meta in zip(got["ids"], got["metadatas"], strict=True)
+            gid: (int((meta or {}).get("size", -1)), np.asarray(vec, np.float32))
+            for gid, meta, vec in zip(got["ids"], got["metadatas"], got["embeddings"], strict=True)
         }
 
     def clear(self) -> None:

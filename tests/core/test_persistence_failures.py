@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import chromadb
+import numpy as np
 import pytest
 
-from magnetic_core import MagneticMemory, PersistenceError
+from magnetic_core import HashingEmbedder, MagneticMemory, PersistenceError
+from magnetic_core.eval import clustered_data
 
 
 class Boom(RuntimeError):
@@ -54,13 +60,78 @@ def test_stale_group_cache_is_repaired_on_open(tmp_path, hashing):
     groups.delete(ids=stored_ids[:3])
     groups.upsert(ids=[stored_ids[3]], embeddings=[[1.0] * 128], metadatas=[{"size": 1234}])
     groups.upsert(ids=["g-stale"], embeddings=[[1.0] * 128], metadatas=[{"size": 99}])
+    # the right size but a stale centroid (e.g. one cell updated in place)
+    groups.upsert(
+        ids=[stored_ids[4]], embeddings=[[0.5] * 128], metadatas=[{"size": truth[stored_ids[4]]}]
+    )
     client.close()
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         assert {g.id: g.size for g in mem.groups()} == truth
+        centroids = {g.gid: mem._index.centroids[g.slot] for g in mem._index.groups.values()}
     client = chromadb.PersistentClient(path=str(tmp_path))
-    stored = client.get_collection("mag-default-groups").get(include=["metadatas"])
+    stored = client.get_collection("mag-default-groups").get(include=["metadatas", "embeddings"])
     assert {i: m["size"] for i, m in zip(stored["ids"], stored["metadatas"])} == truth
+    for gid, vec in zip(stored["ids"], stored["embeddings"]):
+        np.testing.assert_allclose(vec, centroids[gid], atol=1e-6)
     client.close()
+
+
+def _stored_groups(path) -> dict[str, int]:
+    client = chromadb.PersistentClient(path=str(path))
+    try:
+        got = client.get_collection("mag-default-groups").get(include=["metadatas"])
+        return {i: m["size"] for i, m in zip(got["ids"], got["metadatas"])}
+    finally:
+        client.close()
+
+
+def test_bulk_loads_write_the_group_cache_rarely_and_close_brings_it_up_to_date(
+    tmp_path, hashing, monkeypatch
+):
+    vecs, _ = clustered_data(600, 128, 12, seed=3)
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        rows = []
+        real = mem._store.write_groups
+
+        def counted(gids, centroids, sizes):
+            rows.append(len(gids))
+            real(gids, centroids, sizes)
+
+        monkeypatch.setattr(mem._store, "write_groups", counted)
+        for start in range(0, 600, 20):
+            mem.add(
+                [f"cell {i}" for i in range(start, start + 20)],
+                vectors=vecs[start : start + 20],
+                ids=[f"c{i}" for i in range(start, start + 20)],
+            )
+        # every batch changes groups, but their rows are written about once per 8 cells
+        assert 0 < sum(rows) <= 600 / 8
+        assert len(rows) < 30
+        truth = {g.id: g.size for g in mem.groups()}
+    assert _stored_groups(tmp_path) == truth
+
+
+WRITE_AND_EXIT = textwrap.dedent(
+    """
+    import os, sys
+    from magnetic_core import HashingEmbedder, MagneticMemory
+    from magnetic_core.eval import clustered_data
+    vecs, _ = clustered_data(300, 32, 6, seed=5)
+    mem = MagneticMemory(path=sys.argv[1], embedder=HashingEmbedder(32))
+    mem.add([f"cell {i}" for i in range(300)], vectors=vecs)
+    mem.add(["one more"], vectors=vecs[:1])
+    os._exit(0)  # killed: no close(), no finalizers
+    """
+)
+
+
+def test_a_memory_never_closed_loses_nothing_and_its_group_cache_is_repaired(tmp_path):
+    subprocess.run([sys.executable, "-c", WRITE_AND_EXIT, str(tmp_path)], check=True)
+    with MagneticMemory(path=str(tmp_path), embedder=HashingEmbedder(32)) as mem:
+        assert mem.count() == 301
+        truth = {g.id: g.size for g in mem.groups()}
+        assert sum(truth.values()) == 301
+    assert _stored_groups(tmp_path) == truth
 
 
 def test_a_store_of_another_schema_is_refused_clearly(tmp_path, hashing):
