@@ -78,7 +78,7 @@ class Calibration:
 
     def _calibrate(self, index: HierIndex, save: Callable[..., None]) -> None:
         order = list(index.loc)
-        sample = np.stack([index.vector(c) for c in order])
+        sample = index.vectors(order)
         threshold = calibrate_threshold(sample, self.config.calibration_percentile)
         logger.info("calibrated join threshold %.3f from %d cells", threshold, len(order))
         save(mag_threshold=threshold, mag_calibrated_n=len(order))

@@ -201,6 +201,15 @@ class HierIndex:
         group = self.loc[cid]
         return group.vecs[group.rows[cid]]
 
+    def vectors(self, cids: Sequence[str]) -> np.ndarray:
+        """The unit vectors of the given (stored) cells, one row each."""
+        out = np.empty((len(cids), self.dim), np.float32)
+        loc = self.loc
+        for i, cid in enumerate(cids):
+            group = loc[cid]
+            out[i] = group.vecs[group.rows[cid]]
+        return out
+
     def new_gid(self) -> str:
         gid = f"g{self._next_gid}"
         self._next_gid += 1

@@ -159,10 +159,16 @@ class LexicalIndex:
         vals = np.concatenate(score_parts)
         if len(doc_parts) == 1:
             return docs, vals
+        # Sum each document's terms in float64, in query-term order, either way.
+        if 4 * docs.shape[0] >= len(self._cids):
+            # Many postings (long queries, common words): one dense pass, O(postings + N).
+            dense = np.bincount(docs, weights=vals, minlength=len(self._cids))
+            docs = np.flatnonzero(dense)
+            return docs, dense[docs].astype(np.float32)
         order = np.argsort(docs, kind="stable")
         docs, vals = docs[order], vals[order]
         starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
-        return docs[starts], np.add.reduceat(vals, starts)
+        return docs[starts], np.add.reduceat(vals.astype(np.float64), starts).astype(np.float32)
 
     def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         cached = self._cache.get(term)
@@ -190,7 +196,8 @@ class LexicalIndex:
 
     def lookup(self, cids: Iterable[str], docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """BM25 of the given cells from a :meth:`scores` result (0 where absent)."""
-        numbers = np.fromiter((self._docno.get(c, -1) for c in cids), dtype=np.int64)
+        get = self._docno.get
+        numbers = np.array([get(c, -1) for c in cids], dtype=np.int64)
         out = np.zeros(numbers.shape[0], np.float32)
         if docs.shape[0] == 0 or numbers.shape[0] == 0:
             return out

@@ -396,7 +396,7 @@ class MagneticMemory:
                 raise InvalidInputError(f"no cell with id {missing[0]!r}")
             if not ids:
                 return np.empty((0, self.dim), np.float32)
-            return np.stack([self._index.vector(c) for c in ids])
+            return self._index.vectors(ids)
 
     def count(self) -> int:
         """Number of cells."""

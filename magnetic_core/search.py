@@ -88,11 +88,11 @@ class _Pool:
     def extend(self, index: HierIndex, cids: Iterable[str], q: np.ndarray) -> None:
         """Add cells not yet in the pool, scored exactly."""
         have = set(self.ids)
-        new = [c for c in cids if c not in have and c in index.loc]
+        loc = index.loc
+        new = [c for c in cids if c not in have and c in loc]
         if new:
-            vecs = np.stack([index.vector(c) for c in new])
             self.ids.extend(new)
-            self.scores = np.concatenate([self.scores, vecs @ q])
+            self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
 
 
 def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Candidate]:

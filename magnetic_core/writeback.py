@@ -65,7 +65,7 @@ class WriteBack:
                 continue
             rows = [self._row(cid) for cid in order]
             if whole:
-                vectors = np.stack([self.index.vector(c) for c in order])
+                vectors = self.index.vectors(order)
                 texts = [self.catalog.records[c].text for c in order]
                 self.store.write_cells(order, vectors, texts, rows)
                 self._pending_cells += len(order)

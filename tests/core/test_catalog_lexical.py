@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import random
+
+import pytest
+
 from magnetic_core.catalog import Catalog, CellRecord
 from magnetic_core.lexical import LexicalIndex
 
@@ -72,3 +77,44 @@ def test_words_in_most_cells_are_skipped_by_bm25():
     assert docs.size == 0  # in every cell: no lexical signal, no cost
     ids, _ = lex.top(lex.query_terms("common token7"), 3)
     assert ids == ["7"]
+
+
+def _bm25_by_hand(texts: dict[str, str], query: str, k1: float = 1.2, b: float = 0.75):
+    from magnetic_core.entities import terms
+
+    docs = {cid: terms(t) for cid, t in texts.items()}
+    n = len(docs)
+    avgdl = sum(len(d) for d in docs.values()) / n
+    out: dict[str, float] = {}
+    for term in dict.fromkeys(terms(query)):
+        holders = [cid for cid, d in docs.items() if term in d]
+        if not holders or len(holders) > 0.5 * n:
+            continue
+        idf = math.log(1 + (n - len(holders) + 0.5) / (len(holders) + 0.5))
+        for cid in holders:
+            tf = docs[cid].count(term)
+            norm = k1 * (1 - b + b * len(docs[cid]) / avgdl)
+            out[cid] = out.get(cid, 0.0) + idf * (k1 + 1) * tf / (tf + norm)
+    return out
+
+
+@pytest.mark.parametrize("query", ["rare1 rare2", "alpha beta gamma rare3"])
+def test_bm25_scores_match_the_formula_for_short_and_long_queries(query):
+    # "rare" words touch few cells (sorted merge); alpha/beta/gamma touch most of the
+    # store (the dense merge): both give the formula's scores.
+    rng = random.Random(4)
+    words = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+    texts = {
+        f"c{i}": " ".join(rng.choice(words) for _ in range(rng.randint(1, 3)))
+        + (f" rare{i % 7}" if i % 5 == 0 else "")
+        for i in range(200)
+    }
+    lex = LexicalIndex()
+    for cid, text in texts.items():
+        lex.add(cid, text)
+    docs, vals = lex.scores(lex.query_terms(query))
+    got = {lex._cids[int(d)]: float(v) for d, v in zip(docs, vals)}
+    want = _bm25_by_hand(texts, query)
+    assert got.keys() == want.keys() and want
+    for cid, score in want.items():
+        assert got[cid] == pytest.approx(score, rel=1e-5)
