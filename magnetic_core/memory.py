@@ -114,7 +114,7 @@ class MagneticMemory:
         self._index = HierIndex(self.embedder.dim, self.config.max_group_size)
         self._catalog = Catalog()
         for row in self._store.load():
-            self._index.place(row.id, normalize(row.vector[None, :])[0], row.group_id, row.seq)
+            self._index.place(row.id, row.vector, row.group_id, row.seq)
             self._catalog.put(
                 row.id,
                 CellRecord(

@@ -132,7 +132,7 @@ class ChromaStore:
 
     # -- cells -----------------------------------------------------------------------
     def load(self, page: int = 5000) -> Iterator[StoredCell]:
-        """Every stored cell, page by page."""
+        """Every stored cell, page by page, with its vector scaled to unit length."""
         offset = 0
         while True:
             got = self._call(
@@ -146,6 +146,8 @@ class ChromaStore:
             if not ids:
                 return
             vectors = np.asarray(got["embeddings"], dtype=np.float32)
+            # Stored vectors are unit already; this only undoes Chroma's rounding, per page.
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
             for i, cid in enumerate(ids):
                 yield _decode_row(cid, vectors[i], got["documents"][i], got["metadatas"][i])
             offset += len(ids)
