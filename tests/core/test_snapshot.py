@@ -28,7 +28,7 @@ def _index(base: np.ndarray) -> HierIndex:
     return index
 
 
-def _plan(q: np.ndarray, min_cells: int = 1500, k: int = 10) -> SearchPlan:
+def _plan(q: np.ndarray, min_cells: int = 1200, k: int = 10) -> SearchPlan:
     return SearchPlan(
         vector=q,
         k=k,
@@ -160,3 +160,27 @@ def test_a_regrouped_index_gets_fresh_sub_lists_and_sketches(data) -> None:
     assert _SNAPSHOTS[index].snapshot.epoch == index.centroid_epoch
     found = [[float(base[int(c[1:])] @ q) for c in r] for r, q in zip(results, queries)]
     assert recall_at_k_tie_aware(found, truth, 10) >= 0.95
+
+
+def test_a_budget_near_the_store_size_scores_every_sketch_in_one_pass(data) -> None:
+    base, queries = data
+    index = _index(base)
+    for q in queries[:2]:
+        _search(index, q)
+    _, truth = exact_knn(base, queries, 10)
+
+    def found(min_cells: int) -> tuple[list[list[float]], set[int]]:
+        scores, probed = [], set()
+        for q in queries:
+            got = run_search(index, Catalog(), _plan(q, min_cells=min_cells))
+            scores.append([float(base[int(c.id[1:])] @ q) for c in got])
+            probed |= {c.probed_groups for c in got}
+        return scores, probed
+
+    # A budget of a third of the store: every group is probed, none is left out.
+    full, probed = found(N // 3)
+    assert probed == {len(index.slot_groups)}
+    assert recall_at_k_tie_aware(full, truth, 10) >= 0.99
+    # A smaller budget probes fewer groups and gathers their best sub-lists.
+    _, probed = found(N // 6)
+    assert max(probed) < len(index.slot_groups)
