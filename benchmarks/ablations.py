@@ -21,7 +21,7 @@ from magnetic_core import MemoryConfig
 from magnetic_core.eval import exact_knn, recall_at_k_tie_aware
 
 PROBES = (8, 16, 32, 64, 96, 128, 192)
-BUDGETS = (0, 2048, 4096, 8192, 16384)
+BUDGETS = (2048, 4096, 8192, 12000, 16384, 24000)
 
 
 def build(base: np.ndarray, texts: list[str], config: MemoryConfig, rebalance_from: int = 0) -> Any:
