@@ -163,12 +163,21 @@ class SnapshotCache:
 
     @staticmethod
     def _find_dirty(snap: Snapshot, index: HierIndex) -> frozenset[str]:
-        """Groups that changed or appeared since ``snap`` was built."""
+        """Groups that changed, appeared or moved slot since ``snap`` was built.
+
+        A group emptied since the build is dropped and the last slot's group takes its
+        slot: that group is dirty too, since search reads clean groups' sub-lists by slot.
+        """
         slot_of = snap.slot_of
         dirty = []
-        for group in index.slot_groups:
+        for slot, group in enumerate(index.slot_groups):
             known = slot_of.get(group.gid)
-            if known is None or known[1] is not group or known[2] != group.version:
+            if (
+                known is None
+                or known[0] != slot
+                or known[1] is not group
+                or known[2] != group.version
+            ):
                 dirty.append(group.gid)
         return frozenset(dirty)
 

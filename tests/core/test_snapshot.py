@@ -184,3 +184,25 @@ def test_a_budget_near_the_store_size_scores_every_sketch_in_one_pass(data) -> N
     # A smaller budget probes fewer groups and gathers their best sub-lists.
     _, probed = found(N // 6)
     assert max(probed) < len(index.slot_groups)
+
+
+def test_a_group_emptied_after_the_build_never_returns_its_cells(data) -> None:
+    base, queries = data
+    index = _index(base)
+    for q in queries[:2]:
+        _search(index, q)
+    built = _SNAPSHOTS[index].snapshot
+    assert built is not None
+    # Empty a group that is not in the last slot: the last slot's group moves into its
+    # slot, unchanged, and must still be searched under its own sub-lists.
+    victim = index.slot_groups[0]
+    tail = index.slot_groups[-1]
+    gone = list(victim.ids)
+    for cid in gone:
+        index.remove(cid)
+    assert tail.slot == 0
+    for cid in gone:
+        q = base[int(cid[1:])]
+        assert not set(_search(index, q)) & set(gone)
+    q = tail.view[0].copy()
+    assert _search(index, q)[0] in tail.ids
