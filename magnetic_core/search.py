@@ -218,6 +218,32 @@ def matvec(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
+def top_indices(values: np.ndarray, keep: int) -> np.ndarray:
+    """Indices of the ``keep`` largest of ``values``, in no particular order.
+
+    The same set as ``np.argpartition`` (up to ties at the boundary), faster on long arrays:
+    a threshold is read off a strided sample (the value that about ``2 * keep`` entries
+    reach), entries above it are gathered, and only those are partitioned; if too few pass
+    (a skewed sample), the whole array is partitioned. 12000 scores, keep 256: 0.13 ->
+    0.02 ms.
+
+    >>> sorted(top_indices(np.array([0.1, 0.9, 0.5, 0.7]), 2).tolist())
+    [1, 3]
+    """
+    n = values.shape[0]
+    if n <= keep:
+        return np.arange(n)
+    if n >= 16 * keep:
+        sample = values[::8]
+        m = sample.shape[0] - (keep // 4 + 8)
+        threshold = np.partition(sample, m)[m]
+        cand = np.flatnonzero(values >= threshold)
+        c = cand.shape[0]
+        if c >= keep:
+            return cand[np.argpartition(values[cand], c - keep)[c - keep :]]
+    return np.argpartition(values, n - keep)[n - keep :]
+
+
 SNAPSHOT_MIN_CELLS = 4096
 # Every sketch is scored in one contiguous pass when the cell budget is at least this share
 # of the store: gathering a row costs about four times reading it in order (25K Reuters
@@ -322,7 +348,7 @@ def _snapshot_pool(
         approx = matvec(np.take(snap.sketches, rows, axis=0), q @ snap.basis)
     approx += np.repeat(base, lens)
     if rows.size > keep:
-        rows = rows[np.argpartition(approx, rows.size - keep)[rows.size - keep :]]
+        rows = rows[top_indices(approx, keep)]
     at = snap.position[rows]
     ids = snap.ids
     pool = _Pool([ids[i] for i in at.tolist()], np.take(snap.vectors, at, axis=0) @ q)
@@ -352,7 +378,7 @@ def _probe(
         sims = matvec(index.centroids, q)
     elif sketcher is not None and n_groups > 16 * want:
         approx = matvec(sketcher.of_centroids(index), sketcher.project(q))
-        cand = np.argpartition(-approx, 4 * want - 1)[: 4 * want]
+        cand = top_indices(approx, 4 * want)
         sims = np.empty(n_groups, np.float32)
         sims[cand] = index.centroids[cand] @ q
         cand = cand[np.argpartition(-sims[cand], want - 1)[:want]]
@@ -399,12 +425,12 @@ def _sketch_pool(
     packed = sketcher.packed(index) if len(slots) == len(index.slot_groups) else None
     if packed is not None:
         # Every group is probed (a store smaller than the budget): one product each way.
-        top = np.argpartition(-matvec(packed.sketches, qr), keep - 1)[:keep]
+        top = top_indices(matvec(packed.sketches, qr), keep)
         return _Pool([packed.ids[i] for i in top.tolist()], packed.vectors[top] @ q)
     groups = [index.slot_groups[s] for s in slots]
     approx = np.concatenate([sketcher.of_group(g) @ qr for g in groups])
     offsets = np.cumsum([0] + [g.n for g in groups])
-    top = np.sort(np.argpartition(-approx, keep - 1)[:keep])
+    top = np.sort(top_indices(approx, keep))
     owner = np.searchsorted(offsets, top, side="right") - 1
     rows = (top - offsets[owner]).tolist()
     # One fancy-indexed product per group holding picks (picks are sorted by group).
