@@ -16,6 +16,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from magnetic_core.entities import terms
+from magnetic_core.ranking import top_indices
 
 __all__ = ["LexicalIndex"]
 
@@ -189,7 +190,7 @@ class LexicalIndex:
     def top_of(self, docs: np.ndarray, vals: np.ndarray, n: int) -> tuple[list[str], np.ndarray]:
         """The ``n`` best of a :meth:`scores` result: ``(ids, scores)``, best first."""
         if docs.shape[0] > n:
-            keep = np.argpartition(-vals, n - 1)[:n]
+            keep = top_indices(vals, n)
             docs, vals = docs[keep], vals[keep]
         order = np.argsort(-vals, kind="stable")
         return [self._cids[int(d)] for d in docs[order]], vals[order]  # type: ignore[misc]

@@ -8,7 +8,7 @@ import pytest
 from magnetic_core.catalog import Catalog
 from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
 from magnetic_core.index import HierIndex
-from magnetic_core.search import _SNAPSHOTS, SearchPlan, run_search, top_indices
+from magnetic_core.search import _SNAPSHOTS, SearchPlan, run_search
 from magnetic_core.snapshot import split_lists
 
 N = 6000
@@ -221,20 +221,3 @@ def test_exact_scans_of_every_group_use_the_packed_vectors_and_stay_exact(data) 
     # A changed group: the scan goes group by group, still exact, without the removed cell.
     index.remove(f"c{truth[0]}")
     assert _search(index, q, k=100, min_cells=N) == [f"c{i}" for i in truth[1:101]]
-
-
-@pytest.mark.parametrize("order", ["random", "ascending", "descending", "ties"])
-def test_top_indices_selects_the_same_scores_as_a_full_partition(order: str) -> None:
-    rng = np.random.default_rng(11)
-    for n, keep in ((300, 256), (5000, 256), (12000, 256), (12000, 40), (100_000, 1024)):
-        values = rng.standard_normal(n).astype(np.float32)
-        if order == "ascending":
-            values.sort()
-        elif order == "descending":
-            values = np.sort(values)[::-1].copy()
-        elif order == "ties":
-            values = np.round(values, 1)
-        got = top_indices(values, keep)
-        assert got.shape == (min(n, keep),) and len(set(got.tolist())) == got.shape[0]
-        want = np.sort(values)[::-1][: min(n, keep)]
-        np.testing.assert_array_equal(np.sort(values[got])[::-1], want)
