@@ -94,7 +94,7 @@ class _Pool:
         loc = index.loc
         new = [c for c in cids if c not in have and c in loc]
         if new:
-            self.ids.extend(new)
+            self.ids = [*self.ids, *new]  # a new list: ``ids`` may be the snapshot's own
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
 
 
@@ -274,7 +274,7 @@ def _exact_pool(
     if built is not None and len(slots) == n_groups:
         snap, dirty = built
         if not dirty and len(snap.slot_of) == n_groups:
-            return _Pool(list(snap.ids), matvec(snap.vectors, q))
+            return _Pool(snap.ids, matvec(snap.vectors, q))  # ids are never modified in place
     return _Pool(*_score_groups(index, slots, q))
 
 
@@ -296,11 +296,14 @@ def _snapshot_pool(
     """
     if dirty:
         groups = index.slot_groups
-        live = [s for s in slots if groups[s].gid in dirty]
-        built = np.array(
-            [snap.slot_of[groups[s].gid][0] for s in slots if groups[s].gid not in dirty],
-            np.int64,
-        )
+        live, clean = [], []
+        for s in slots:
+            gid = groups[s].gid
+            if gid in dirty:
+                live.append(s)
+            else:
+                clean.append(snap.slot_of[gid][0])
+        built = np.array(clean, np.int64)
         live_ids, live_scores = _score_groups(index, live, q)
         budget -= len(live_ids)
     else:
@@ -328,7 +331,7 @@ def _snapshot_pool(
     ids = snap.ids
     pool = _Pool([ids[i] for i in at.tolist()], np.take(snap.vectors, at, axis=0) @ q)
     if dirty and live_ids:
-        pool.ids.extend(live_ids)
+        pool.ids = [*pool.ids, *live_ids]
         pool.scores = np.concatenate([pool.scores, live_scores])
     return pool
 
@@ -397,11 +400,6 @@ def _sketch_pool(
 ) -> _Pool:
     """Score the slots' cells by sketch, then the best ``keep`` of them exactly."""
     qr = sketcher.project(q)
-    packed = sketcher.packed(index) if len(slots) == len(index.slot_groups) else None
-    if packed is not None:
-        # Every group is probed (a store smaller than the budget): one product each way.
-        top = top_indices(matvec(packed.sketches, qr), keep)
-        return _Pool([packed.ids[i] for i in top.tolist()], packed.vectors[top] @ q)
     groups = [index.slot_groups[s] for s in slots]
     approx = np.concatenate([sketcher.of_group(g) @ qr for g in groups])
     offsets = np.cumsum([0] + [g.n for g in groups])

@@ -11,7 +11,6 @@ basis is refitted each time the store has grown fourfold since the last fit.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from magnetic_core.index import Group, HierIndex
 
-__all__ = ["Packed", "Sketcher", "principal_basis"]
+__all__ = ["Sketcher", "principal_basis"]
 
 # Basis versions are unique across Sketcher instances, so a group's cached sketch can never
 # be mistaken for one made with another basis.
@@ -37,15 +36,6 @@ def principal_basis(sample: np.ndarray, rank: int) -> tuple[np.ndarray, float]:
     values, vectors = np.linalg.eigh(sample.T @ sample)
     energy = float(values[::-1][:rank].sum() / max(values.sum(), 1e-12))
     return np.ascontiguousarray(vectors[:, ::-1][:, :rank], dtype=np.float32), energy
-
-
-@dataclass(frozen=True)
-class Packed:
-    """Every cell of an index, in slot order: sketches, unit vectors and ids."""
-
-    sketches: np.ndarray
-    vectors: np.ndarray
-    ids: list[str]
 
 
 class Sketcher:
@@ -72,8 +62,6 @@ class Sketcher:
         self.epoch = 0
         self._fitted_n = 0
         self._centroids: tuple[int, int, np.ndarray] | None = None
-        self._packed: tuple[int, int, Packed] | None = None
-        self._packed_wanted = -1
 
     def ready(self, index: HierIndex) -> bool:
         """Whether sketches are usable for ``index`` (fitting or refitting the basis if due)."""
@@ -91,7 +79,6 @@ class Sketcher:
         self._fitted_n = n
         self.epoch = next(_EPOCHS)
         self._centroids = None
-        self._packed = None
 
     def project(self, q: np.ndarray) -> np.ndarray:
         """The query in sketch space."""
@@ -116,26 +103,3 @@ class Sketcher:
         sk = index.centroids @ self.basis
         self._centroids = (index.centroid_epoch, self.epoch, sk)
         return sk
-
-    def packed(self, index: HierIndex) -> Packed | None:
-        """Every cell's sketch and vector in one block each, in slot order, with their ids.
-
-        Scanning every group is then one product instead of one per group. The blocks are
-        rebuilt only on the second request since the hierarchy last changed, so a store
-        that alternates writes and searches never pays for a copy it would throw away.
-        """
-        epoch = index.centroid_epoch
-        cached = self._packed
-        if cached is not None and cached[0] == epoch and cached[1] == self.epoch:
-            return cached[2]
-        if self._packed_wanted != epoch:
-            self._packed_wanted = epoch
-            return None
-        groups = index.slot_groups
-        packed = Packed(
-            sketches=np.concatenate([self.of_group(g) for g in groups]),
-            vectors=np.concatenate([g.view for g in groups]),
-            ids=[cid for g in groups for cid in g.ids],
-        )
-        self._packed = (epoch, self.epoch, packed)
-        return packed
