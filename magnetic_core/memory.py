@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -47,7 +48,8 @@ class MagneticMemory:
     """A hierarchical memory: cells (text + vector + metadata) nested under concept groups.
 
     Args:
-        path: directory of the embedded Chroma store (ignored when ``client`` is given).
+        path: directory of the embedded Chroma store (ignored when ``client`` is given);
+            a relative path is resolved against the current directory when opened.
         namespace: isolated memory inside one store.
         embedder: any :class:`~magnetic_core.embeddings.Embedder`; by default the first of
             Ollama, MiniLM and the (non-semantic) hashing embedder that works.
@@ -68,7 +70,7 @@ class MagneticMemory:
 
     def __init__(
         self,
-        path: str = "./magnetic_memory",
+        path: str | os.PathLike[str] = "./magnetic_memory",
         namespace: str = "default",
         embedder: Embedder | None = None,
         config: MemoryConfig | None = None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,10 +58,15 @@ class StoredCell:
     contradictions: tuple[dict[str, Any], ...]
 
 
-def open_client(path: str) -> Any:
-    """A Chroma PersistentClient at ``path`` (created if missing)."""
+def open_client(path: str | os.PathLike[str]) -> Any:
+    """A Chroma PersistentClient at ``path`` (created if missing).
+
+    The path is made absolute first: chromadb caches its clients by the path string, so
+    ``./store`` opened from two working directories would otherwise reach one store.
+    """
     import chromadb
 
+    path = os.path.abspath(os.path.expanduser(os.fspath(path)))
     try:
         return chromadb.PersistentClient(path=path)
     except Exception as e:
