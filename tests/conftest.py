@@ -1,9 +1,15 @@
-"""Fixtures shared by every test package: the real MiniLM model, data paths, a fake embedder."""
+"""Fixtures shared by every test package: MiniLM, data paths, a fake embedder, a Chroma server."""
 
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,3 +44,80 @@ def hashing():
     from magnetic_core.embeddings import HashingEmbedder
 
     return HashingEmbedder(dim=128)
+
+
+class ChromaServer:
+    """A real ``chroma run`` process on 127.0.0.1 that a test can stop and start again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start the server on the same path and port and wait until it answers."""
+        import chromadb
+
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from chromadb.cli.cli import app; app()",
+                "run",
+                "--path",
+                str(self.path),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.time() + timeout
+        while True:
+            try:
+                chromadb.HttpClient(host="127.0.0.1", port=self.port).heartbeat()
+                return
+            except Exception:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    pytest.fail("the chroma server did not start")
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Kill the server (an outage, not a shutdown)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def client(self) -> Any:
+        """A new ``chromadb.HttpClient`` of this server."""
+        import chromadb
+
+        return chromadb.HttpClient(host="127.0.0.1", port=self.port)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    """One real Chroma server for the whole session (namespaces keep tests apart)."""
+    server = ChromaServer(tmp_path_factory.mktemp("chroma-server"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def own_chroma_server(tmp_path: Path) -> Iterator[ChromaServer]:
+    """A real Chroma server for one test, which it may kill and restart (outages)."""
+    server = ChromaServer(tmp_path / "server")
+    server.start()
+    yield server
+    server.stop()
