@@ -53,8 +53,14 @@ def _text(rng: random.Random, i: int) -> str:
 
 def _worker(args: argparse.Namespace) -> None:
     """Run the stream; one JSON line per checkpoint on stdout."""
-    from magnetic_core import HashingEmbedder, MagneticMemory
+    from magnetic_core import HashingEmbedder, MagneticMemory, persistence
 
+    if args.hnsw_links:
+        # the experiment behind the HNSW settings: collections built with this many links
+        links = args.hnsw_links
+        persistence._COLLECTION_CONFIG = {
+            "hnsw": {"space": "cosine", "ef_construction": links, "max_neighbors": links}
+        }
     rng = random.Random(args.seed)
     mem = MagneticMemory(path=args.path, embedder=HashingEmbedder())
     live: list[str] = []
@@ -135,6 +141,7 @@ def _run_child(
     cmd = [sys.executable, "-m", "benchmarks.soak", "--worker", "--path", path]
     cmd += ["--ops", str(args.ops), "--prefill", str(args.prefill)]
     cmd += ["--every", str(args.every), "--seed", str(args.seed)]
+    cmd += ["--hnsw-links", str(args.hnsw_links)]
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -182,6 +189,7 @@ def _summary(
         "ops_planned": args.ops,
         "prefill": args.prefill,
         "mix": MIX,
+        "hnsw_links": args.hnsw_links or "chroma default (16)",
         "reopened": reopened,
         "rss_growth_second_half": ratio(rss),
         "p50_second_half_over_first": ratio(p50),
@@ -198,6 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a few hundred operations")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--path", help="store directory (default: a temporary one)")
+    parser.add_argument(
+        "--hnsw-links",
+        type=int,
+        default=0,
+        help="build Chroma's HNSW with this many links per node (default: Chroma's own; "
+        "2 is what the store used before, which crashed)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:

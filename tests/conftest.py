@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import subprocess
@@ -112,6 +113,67 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSe
     server.start()
     yield server
     server.stop()
+
+
+# The main suites of the core and of both adapters run twice: against an embedded
+# PersistentClient and against HttpClient on one real `chroma run` server for the session.
+SERVER_SUITES = (
+    "tests/core/test_memory.py",
+    "tests/langchain/test_standard.py",
+    "tests/llamaindex/test_vector_store.py",
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "chroma_backend" not in metafunc.fixturenames:
+        return
+    path = Path(str(metafunc.definition.fspath)).resolve()
+    if any(path == ROOT / suite for suite in SERVER_SUITES):
+        metafunc.parametrize("chroma_backend", ["local", "server"], indirect=True)
+
+
+class Backend:
+    """Where the stores of one test live: embedded at a path, or on the session's server."""
+
+    def __init__(self, name: str, server: ChromaServer | None) -> None:
+        self.name, self.server = name, server
+
+    def client(self, path: str | os.PathLike[str]) -> Any:
+        """The client of the store at ``path`` (on the server: one database per path)."""
+        import chromadb
+
+        resolved = os.path.abspath(os.fspath(path))
+        if self.server is None:
+            return chromadb.PersistentClient(path=resolved)
+        from chromadb.config import Settings
+
+        database = "db" + hashlib.sha1(resolved.encode()).hexdigest()[:20]
+        admin = chromadb.AdminClient(
+            Settings(
+                chroma_api_impl="chromadb.api.fastapi.FastAPI",
+                chroma_server_host="127.0.0.1",
+                chroma_server_http_port=self.server.port,
+            )
+        )
+        try:
+            admin.get_database(database)
+        except Exception:
+            admin.create_database(database)
+        return chromadb.HttpClient(host="127.0.0.1", port=self.server.port, database=database)
+
+
+@pytest.fixture(autouse=True)
+def chroma_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Backend:
+    """``local`` everywhere; also ``server`` in SERVER_SUITES, where every store opened by
+    path (``MagneticMemory(path=...)``, and so the adapters) goes to the real server."""
+    name = getattr(request, "param", "local")
+    if name == "local":
+        return Backend("local", None)
+    backend = Backend("server", request.getfixturevalue("chroma_server"))
+    import magnetic_core.memory
+
+    monkeypatch.setattr(magnetic_core.memory, "open_client", backend.client)
+    return backend
 
 
 @pytest.fixture

@@ -147,14 +147,14 @@ def _expected(events: list[dict]) -> tuple[dict[str, str | None], dict | None]:
     return state, pending
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2])
 def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path, seed):
     rng = random.Random(seed)
     with MagneticMemory(path=str(tmp_path), embedder=EMB) as mem:
         mem.add([f"topic {i % 10} seed memory {i}" for i in range(40)],
                 ids=[f"p{i}" for i in range(40)])
     state: dict[str, str | None] = {f"p{i}": f"topic {i % 10} seed memory {i}" for i in range(40)}
-    for round_ in range(3):
+    for round_ in range(2):
         proc = subprocess.Popen(
             [sys.executable, "-c", STREAM, str(tmp_path), str(seed * 10 + round_)],
             stdout=subprocess.PIPE,
