@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from magnetic_core.codec import validate_metadata
+from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import validate_vectors
 from magnetic_core.errors import DuplicateIdError, EmptyTextError, InvalidInputError
 
@@ -19,10 +20,13 @@ def validate_batch(
     texts: Sequence[str],
     metadatas: Sequence[Mapping[str, Any] | None] | None,
     ids: Sequence[str] | None,
+    *,
+    max_chars: int | None = MemoryConfig.max_text_chars,
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """Texts, metadata copies and ids of one ``add`` call, or an error naming the bad item.
 
-    Missing ids become random UUIDs.
+    Missing ids become random UUIDs. A text longer than ``max_chars`` characters
+    (``MemoryConfig.max_text_chars``) is refused.
     """
     if isinstance(texts, str):
         raise InvalidInputError(
@@ -34,6 +38,13 @@ def validate_batch(
             raise InvalidInputError(f"text {i} is {type(text).__name__}, not str")
         if not text.strip():
             raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
+        if max_chars is not None and len(text) > max_chars:
+            raise InvalidInputError(
+                f"text {i} has {len(text):,} characters, more than the limit of {max_chars:,} "
+                "(MemoryConfig.max_text_chars)",
+                hint="split it into chunks first (e.g. a text splitter), or raise "
+                "MemoryConfig.max_text_chars",
+            )
     if metadatas is not None and len(metadatas) != len(texts):
         raise InvalidInputError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
     metas = [validate_metadata(m, i) for i, m in enumerate(metadatas or [None] * len(texts))]

@@ -189,7 +189,9 @@ class MagneticMemory:
             EmbeddingError: the embedder failed.
         """
         self._check_open()
-        texts, metas, ids = validate_batch(texts, metadatas, ids)
+        texts, metas, ids = validate_batch(
+            texts, metadatas, ids, max_chars=self.config.max_text_chars
+        )
         if not texts:
             return []
         if vectors is not None:
