@@ -216,11 +216,15 @@ class MagneticMemory:
         now = _now()
         records = self._catalog.records
         created = [records[c].created_at if c in records else now for c in ids]
+        links = [list(records[c].contradictions) if c in records else [] for c in ids]
         try:
-            self._calibration.assign(self._index, ids, vecs, self._store.save_settings)
+            self._calibration.assign(self._index, ids, vecs)
             for i, cid in enumerate(ids):
-                self._catalog.put(cid, CellRecord(texts[i], metas[i], entities[i], created[i], now))
+                self._catalog.put(
+                    cid, CellRecord(texts[i], metas[i], entities[i], created[i], now, links[i])
+                )
             self._writeback.cells(ids)
+            self._calibration.commit(self._store.save_settings)
         except PersistenceError:
             self._load()
             raise
