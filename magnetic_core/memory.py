@@ -240,7 +240,9 @@ class MagneticMemory:
             EmbeddingError: the embedder failed.
         """
         self._check_open()
-        texts, metas, ids = validate_batch(texts, metadatas, ids)
+        texts, metas, ids = validate_batch(
+            texts, metadatas, ids, max_chars=self.config.max_text_chars
+        )
         if not texts:
             return []
         if vectors is not None:
@@ -266,18 +268,22 @@ class MagneticMemory:
         now = _now()
         records = self._catalog.records
         created = [records[c].created_at if c in records else now for c in ids]
+        links = [list(records[c].contradictions) if c in records else [] for c in ids]
         # A write of more cells than one Chroma batch goes through the journal.
         txn = self._clock.new_txn() if len(ids) > self._store.batch else None
         try:
             if txn is not None:
                 existing = [c for c in ids if c in records]
                 self._journal.begin_write(txn, existing, *self._writeback.rows_of(existing))
-            self._calibration.assign(self._index, ids, vecs, self._store.save_settings)
+            self._calibration.assign(self._index, ids, vecs)
             for i, cid in enumerate(ids):
-                self._catalog.put(cid, CellRecord(texts[i], metas[i], entities[i], created[i], now))
+                self._catalog.put(
+                    cid, CellRecord(texts[i], metas[i], entities[i], created[i], now, links[i])
+                )
             self._writeback.cells(ids, counter=self._clock.tick(), txn=txn)
             if txn is not None:
                 self._journal.finish()
+            self._calibration.commit(self._store.save_settings)
         except BaseException:
             self._after_failure()
             raise

@@ -21,8 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core.codec import metadata_from_json, metadata_to_json
-from magnetic_core.errors import EmbedderMismatchError, InvalidInputError, PersistenceError
+from magnetic_core.codec import decode_record, metadata_to_json
+from magnetic_core.errors import (
+    CorruptRecordError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    PersistenceError,
+)
 
 __all__ = ["ChromaStore", "StoredCell", "open_client"]
 
@@ -95,7 +100,7 @@ class ChromaStore:
     """
 
     def __init__(self, client: Any, namespace: str) -> None:
-        if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
             raise InvalidInputError(
                 f"invalid namespace {namespace!r}",
                 hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
@@ -191,7 +196,12 @@ class ChromaStore:
                 meta = got["metadatas"][i]
                 if meta and WRITER_KEY in meta:
                     continue  # another writer's change counter, not a cell
-                yield _decode_row(cid, vectors[i], got["documents"][i], meta)
+                try:
+                    row = _decode_row(cid, vectors[i], got["documents"][i], meta)
+                except CorruptRecordError as e:  # one bad row must not lock the store
+                    logger.warning("skipped a stored cell on load: %s", e)
+                    continue
+                yield row
             offset += len(ids)
 
     def write_cells(
@@ -397,34 +407,18 @@ def encode_row(
 def _decode_row(
     cid: str, vector: np.ndarray, text: str | None, meta: Mapping[str, Any] | None
 ) -> StoredCell:
-    raw = (meta or {}).get(ROW_KEY)
-    if not isinstance(raw, str):
-        raise PersistenceError(
-            f"cell {cid!r} has no {ROW_KEY!r} record: the collection was not written by "
-            "this version of magnetic-storage",
-            hint="re-ingest into a new namespace or path",
-        )
-    record = json.loads(raw)
-    if "group" in record:  # schema 2: long names, every field present
-        record = {
-            "g": record["group"],
-            "s": record["seq"],
-            "c": record["created"],
-            "u": record["updated"],
-            "e": record["entities"],
-            "m": record["meta"],
-            "l": record["links"],
-        }
-    created = float(record["c"])
+    record = decode_record(cid, (meta or {}).get(ROW_KEY))
+    if not np.isfinite(vector).all() or not vector.any():
+        raise CorruptRecordError(f"stored cell {cid!r} has a zero or non-finite vector")
     return StoredCell(
         id=cid,
         vector=vector,
         text=text or "",
-        metadata=metadata_from_json(record.get("m", {})),
-        group_id=str(record["g"]),
-        entities=tuple(record.get("e", ())),
-        created_at=created,
-        updated_at=float(record.get("u", created)),
-        seq=int(record["s"]),
-        contradictions=tuple(record.get("l", ())),
+        metadata=record["m"],
+        group_id=record["g"],
+        entities=record["e"],
+        created_at=record["c"],
+        updated_at=record["u"],
+        seq=record["s"],
+        contradictions=record["l"],
     )
