@@ -19,10 +19,13 @@ def validate_batch(
     texts: Sequence[str],
     metadatas: Sequence[Mapping[str, Any] | None] | None,
     ids: Sequence[str] | None,
+    *,
+    allow_empty: bool = False,
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """Texts, metadata copies and ids of one ``add`` call, or an error naming the bad item.
 
-    Missing ids become random UUIDs.
+    Missing ids become random UUIDs. ``allow_empty`` accepts empty texts (cells given by
+    their vector alone, such as image nodes: they get no lexical entry).
     """
     if isinstance(texts, str):
         raise InvalidInputError(
@@ -32,7 +35,7 @@ def validate_batch(
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise InvalidInputError(f"text {i} is {type(text).__name__}, not str")
-        if not text.strip():
+        if not allow_empty and not text.strip():
             raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
     if metadatas is not None and len(metadatas) != len(texts):
         raise InvalidInputError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
