@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -78,13 +78,14 @@ class MagneticStore(BaseStore):
         hybrid: rank by the engine's fused score (cosine plus entity and word matches of
             the query) instead of the cosine alone. ``score`` is the ranking score either
             way, so it always decreases down the list.
+        clock: the time source of TTLs (UNIX seconds), replaceable in tests.
 
     Example:
         >>> import tempfile
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> embed = DeterministicFakeEmbedding(size=16)
         >>> store = MagneticStore(
-        ...     tempfile.mkdtemp(),
-        ...     index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]},
+        ...     tempfile.mkdtemp(), index={"dims": 16, "embed": embed, "fields": ["text"]}
         ... )
         >>> store.put(("users", "alice"), "food", {"text": "likes ramen", "kind": "fact"})
         >>> store.get(("users", "alice"), "food").value
@@ -109,6 +110,7 @@ class MagneticStore(BaseStore):
         config: MemoryConfig | None = None,
         include_groups: bool = False,
         hybrid: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.index_config: dict[str, Any] | None = None
         self.embeddings = None
@@ -129,6 +131,7 @@ class MagneticStore(BaseStore):
         self._config = config
         self.include_groups = include_groups
         self.hybrid = hybrid
+        self._clock = clock
         self._owns_client = client is None
         self._client = client if client is not None else open_client(path)
         self._lock = threading.RLock()
@@ -162,9 +165,7 @@ class MagneticStore(BaseStore):
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
         """Delete expired items every ``sweep_interval_minutes`` in a background thread."""
-        minutes = sweep_interval_minutes or (self.ttl_config or {}).get(
-            "sweep_interval_minutes"
-        )
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
         if not minutes or minutes <= 0:
             raise InvalidInputError(
                 f"the sweep interval must be a positive number of minutes, got {minutes!r}"
@@ -179,7 +180,7 @@ class MagneticStore(BaseStore):
         """Delete every expired item now; returns how many were deleted."""
         with self._lock:
             self._check_open()
-            now = time.time()
+            now = self._clock()
             deleted = 0
             for ns in self._registry.namespaces:
                 space = self._space(ns)
@@ -257,7 +258,7 @@ class MagneticStore(BaseStore):
         query_vecs = {q: self._checked_vectors([v], "query")[0] for q, v in queries.items()}
         with self._lock:
             self._check_open()
-            reader = Reader(self, time.time())
+            reader = Reader(self, self._clock())
             results: list[Result] = []
             for op in ops:
                 results.append(self._read(reader, op, query_vecs))
@@ -291,10 +292,8 @@ class MagneticStore(BaseStore):
             )
         return None
 
-    def _write(
-        self, puts: dict[tuple[tuple[str, ...], str], PutOp], vectors: np.ndarray
-    ) -> None:
-        now = round(time.time(), 6)
+    def _write(self, puts: dict[tuple[tuple[str, ...], str], PutOp], vectors: np.ndarray) -> None:
+        now = round(self._clock(), 6)
         by_space: dict[tuple[str, ...], tuple[CellBatch, list[str]]] = defaultdict(
             lambda: (CellBatch.empty(), [])
         )

@@ -83,8 +83,8 @@ def _compile(condition: Any, where: str) -> Callable[[Any], bool]:
             ops = [_operator(op, operand, where) for op, operand in condition.items()]
             return lambda v: all(test(v) for test in ops)
         nested = {k: _compile(c, f"{where}.{k}") for k, c in condition.items()}
-        return lambda v: isinstance(v, Mapping) and all(
-            test(v.get(k, _MISSING)) for k, test in nested.items()
+        return lambda v: (
+            isinstance(v, Mapping) and all(test(v.get(k, _MISSING)) for k, test in nested.items())
         )
     if isinstance(condition, (list, tuple)):
         items = [_compile(c, f"{where}[{i}]") for i, c in enumerate(condition)]

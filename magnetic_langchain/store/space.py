@@ -114,6 +114,8 @@ class Space:
         before = {k: self.vectors.get(k, 1) for k in [*keys, *deleted]}
         existing = self.records(keys) if keys else {}
         for meta in batch.metadatas:  # an update keeps the item's creation time
+            if meta["lg"] != RECORD:
+                continue
             old = existing.get(meta["key"])
             meta["cr"] = old.metadata.get("cr", meta["up"]) if old is not None else meta["up"]
         if batch.ids:
@@ -137,17 +139,16 @@ class Space:
         """Restart the TTL clock of the items ``keys`` that have a TTL and are still live."""
         cells = [
             c
-            for c in self.records([k for k in keys if k in self.expiry and self.alive(k, now)])
-            .values()
+            for c in self.records(
+                [k for k in keys if k in self.expiry and self.alive(k, now)]
+            ).values()
             if c.metadata.get("ttl") is not None
         ]
         if not cells:
             return
         metas = [{**c.metadata, "exp": now + 60.0 * float(c.metadata["ttl"])} for c in cells]
         ids = [c.id for c in cells]
-        self.memory.add(
-            [c.text for c in cells], metas, ids, vectors=self.memory.get_vectors(ids)
-        )
+        self.memory.add([c.text for c in cells], metas, ids, vectors=self.memory.get_vectors(ids))
         for meta in metas:
             self._note(meta)
 
