@@ -24,11 +24,13 @@ def validate_batch(
     ids: Sequence[str] | None,
     *,
     max_chars: int | None = MemoryConfig.max_text_chars,
+    allow_empty: bool = False,
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """Texts, metadata copies and ids of one ``add`` call, or an error naming the bad item.
 
     Missing ids become random UUIDs. A text longer than ``max_chars`` characters
-    (``MemoryConfig.max_text_chars``) is refused.
+    (``MemoryConfig.max_text_chars``) is refused. ``allow_empty`` accepts empty texts (cells
+    given by their vector alone, such as image nodes: they get no lexical entry).
     """
     if isinstance(texts, str):
         raise InvalidInputError(
@@ -44,7 +46,7 @@ def validate_batch(
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise InvalidInputError(f"text {i} is {type(text).__name__}, not str")
-        if not text.strip():
+        if not allow_empty and not text.strip():
             raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
         check_utf8(text, f"text {i}")
         if max_chars is not None and len(text) > max_chars:

@@ -225,7 +225,8 @@ class MagneticMemory:
         """Store texts (upsert by id) and place each in a concept group.
 
         Args:
-            texts: non-empty strings.
+            texts: non-empty strings (empty ones are accepted when ``vectors`` are given:
+                such a cell is found by its vector and metadata, not by words).
             metadatas: one dict (or None) per text; returned exactly as given.
             ids: one unique id per text; random UUIDs by default. An existing id is updated
                 and moved to the group that fits its new vector.
@@ -241,7 +242,11 @@ class MagneticMemory:
         """
         self._check_open()
         texts, metas, ids = validate_batch(
-            texts, metadatas, ids, max_chars=self.config.max_text_chars
+            texts,
+            metadatas,
+            ids,
+            max_chars=self.config.max_text_chars,
+            allow_empty=vectors is not None,
         )
         if not texts:
             return []

@@ -29,7 +29,7 @@ from magnetic_core.errors import (
     PersistenceError,
 )
 
-__all__ = ["ChromaStore", "StoredCell", "open_client"]
+__all__ = ["ChromaStore", "StoredCell", "open_client", "read_stamp"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,20 @@ def open_client(path: str | os.PathLike[str]) -> Any:
         return chromadb.PersistentClient(path=path)
     except Exception as e:
         raise PersistenceError(f"cannot open a Chroma store at {path!r}: {e}") from e
+
+
+def read_stamp(client: Any, namespace: str) -> tuple[str, int] | None:
+    """The embedder name and dimension a namespace was created with; None if it is new."""
+    try:
+        names = {c if isinstance(c, str) else c.name for c in client.list_collections()}
+        if f"mag-{namespace}-cells" not in names:
+            return None
+        meta = client.get_collection(f"mag-{namespace}-cells").metadata or {}
+    except Exception as e:
+        raise PersistenceError(f"cannot read namespace {namespace!r} in Chroma: {e}") from e
+    if "mag_embedder" not in meta:
+        return None
+    return str(meta["mag_embedder"]), int(meta["mag_dim"])
 
 
 class ChromaStore:
