@@ -14,10 +14,30 @@ from typing import Any, Protocol
 
 from magnetic_core.errors import InvalidInputError
 
-__all__ = ["link_cells", "newer_of", "superseded_by", "superseded_ids"]
+__all__ = [
+    "CONTRADICTIONS_KEY",
+    "SUPERSEDED_AT_KEY",
+    "SUPERSEDED_BY_KEY",
+    "SUPERSEDES_KEY",
+    "describe_links",
+    "link_cells",
+    "link_metadata",
+    "newer_of",
+    "superseded_by",
+    "superseded_ids",
+]
 
 SUPERSEDED_BY = "superseded_by"
 SUPERSEDES = "supersedes"
+
+CONTRADICTIONS_KEY = "magnetic_contradictions"
+"""Result metadata key: ``[{"other": id, "explanation": str}, ...]`` of a cell's links."""
+SUPERSEDED_BY_KEY = "magnetic_superseded_by"
+"""Result metadata key: id of the newer cell that superseded this one."""
+SUPERSEDED_AT_KEY = "magnetic_superseded_at"
+"""Result metadata key: UNIX time the cell was marked superseded."""
+SUPERSEDES_KEY = "magnetic_supersedes"
+"""Result metadata key: ids of the older cells this one superseded."""
 
 
 class _Record(Protocol):
@@ -89,3 +109,42 @@ def superseded_ids(records: Mapping[str, _Record], candidates: set[str]) -> froz
     return frozenset(
         c for c in candidates if c in records and superseded_by(records[c].contradictions)
     )
+
+
+def link_metadata(cell: Any) -> dict[str, Any]:
+    """The link keys the adapters add to a result's metadata (only those that apply).
+
+    Example:
+        >>> from magnetic_core.types import Cell
+        >>> link_metadata(Cell(id="a", text="x", metadata={}, group_id="g"))
+        {}
+    """
+    out: dict[str, Any] = {}
+    links = getattr(cell, "contradictions", ())
+    if links:
+        out[CONTRADICTIONS_KEY] = [
+            {"other": x["other"], "explanation": x.get("explanation", "")} for x in links
+        ]
+        newer = [x["other"] for x in links if x.get("supersession") == SUPERSEDES]
+        if newer:
+            out[SUPERSEDES_KEY] = newer
+    if getattr(cell, "superseded_by", None) is not None:
+        out[SUPERSEDED_BY_KEY] = cell.superseded_by
+        out[SUPERSEDED_AT_KEY] = cell.superseded_at
+    return out
+
+
+def describe_links(cell: Any, width: int = 0) -> str:
+    """A short text of a cell's links for tools and the CLI ("" when it has none)."""
+    parts = []
+    if getattr(cell, "superseded_by", None) is not None:
+        parts.append(f"superseded by id={cell.superseded_by}")
+    for link in getattr(cell, "contradictions", ()):
+        if link.get("supersession") == SUPERSEDED_BY:
+            continue
+        note = str(link.get("explanation", ""))
+        if width and len(note) > width:
+            note = note[: width - 3] + "..."
+        verb = "supersedes" if link.get("supersession") == SUPERSEDES else "contradicts"
+        parts.append(f"{verb} id={link['other']}" + (f" ({note})" if note else ""))
+    return "; ".join(parts)
