@@ -10,6 +10,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from magnetic_core import Hit, MagneticError
+from magnetic_core.supersession import describe_links
 from magnetic_langchain.documents import hit_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
@@ -85,9 +86,10 @@ def _format_hits(hits: list[Hit]) -> str:
         return "No memories found."
     lines = [f"Found {len(hits)} memories (best first):"]
     for hit in hits:
+        links = describe_links(hit.cell, width=120)
         lines.append(
             f"- id={hit.id} | concept: {hit.group_label or 'unlabelled'} | "
-            f"similarity {hit.score:.2f} | {hit.text}"
+            f"similarity {hit.score:.2f} | {hit.text}" + (f" | NOTE: {links}" if links else "")
         )
     return "\n".join(lines)
 
