@@ -1,0 +1,107 @@
+"""ADAPTER until branch i12-sleep lands: supersession, current-only search, LLM errors.
+
+Everything here defers to the real pieces when they exist (``MagneticMemory.supersede``,
+``search(current_only=True)``, ``magnetic_core.llm_json``, ``magnetic_langchain.structured``,
+``magnetic_langchain.consolidation.find_contradictions``) and falls back to a small
+stand-in otherwise. Once i12-sleep is in main, each fallback branch can be deleted.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from magnetic_core import Hit, MagneticError, MagneticMemory
+
+__all__ = [
+    "LLMError",
+    "LLMUnavailableError",
+    "current_search",
+    "find_contradictions",
+    "invoke_structured",
+    "supersede",
+    "superseded_by",
+]
+
+logger = logging.getLogger(__name__)
+
+try:  # i12-sleep
+    from magnetic_core.llm_json import LLMError, LLMUnavailableError
+except ImportError:  # pragma: no cover - removed once i12-sleep is merged
+
+    class LLMError(MagneticError):  # type: ignore[no-redef]
+        """A language model did not give a usable answer."""
+
+    class LLMUnavailableError(LLMError):  # type: ignore[no-redef]
+        """The language model could not be reached."""
+
+
+def superseded_by(cell: Any) -> str | None:
+    """The id of the cell that supersedes ``cell``, if any (None before i12-sleep)."""
+    return getattr(cell, "superseded_by", None)
+
+
+def _search_takes_current_only() -> bool:
+    return "current_only" in inspect.signature(MagneticMemory.search).parameters
+
+
+def current_search(memory: MagneticMemory, query: str, k: int, **kwargs: Any) -> list[Hit]:
+    """``memory.search(..., current_only=True)``; superseded cells filtered here before."""
+    if _search_takes_current_only():
+        return memory.search(query, k=k, current_only=True, **kwargs)
+    hits = memory.search(query, k=k * 2, **kwargs)
+    return [h for h in hits if superseded_by(h.cell) is None][:k]
+
+
+def supersede(memory: MagneticMemory, old_id: str, new_id: str, explanation: str) -> None:
+    """Mark ``old_id`` superseded by ``new_id`` (before i12-sleep: link them as contradicting)."""
+    method = getattr(memory, "supersede", None)
+    if method is not None:
+        method(old_id, new_id, explanation=explanation)
+    else:  # pragma: no cover - removed once i12-sleep is merged
+        memory.mark_contradiction(old_id, new_id, explanation)
+
+
+def invoke_structured(llm: Any, messages: Any, schema: Any, *, retries: int = 1) -> Any:
+    """``magnetic_langchain.structured.invoke_structured`` (i12-sleep), else native output."""
+    try:
+        from magnetic_langchain.structured import invoke_structured as real
+    except ImportError:  # pragma: no cover - removed once i12-sleep is merged
+        try:
+            return llm.with_structured_output(schema).invoke(messages)
+        except Exception as e:
+            raise LLMError(f"the model gave no usable {schema.__name__}: {e}") from e
+    return real(llm, messages, schema, retries=retries)
+
+
+def find_contradictions(
+    llm: Any, facts: Sequence[tuple[str, str]], **budget: Any
+) -> list[tuple[str, str, str]]:
+    """Contradicting pairs among ``facts`` as ``(a, b, explanation)`` tuples."""
+    try:
+        from magnetic_langchain.consolidation import find_contradictions as real
+    except ImportError:  # pragma: no cover - removed once i12-sleep is merged
+        return _fallback_contradictions(llm, facts)
+    return [(c.a, c.b, c.explanation) for c in real(llm, facts, **budget)]
+
+
+def _fallback_contradictions(
+    llm: Any, facts: Sequence[tuple[str, str]]
+) -> list[tuple[str, str, str]]:  # pragma: no cover - removed once i12-sleep is merged
+    from magnetic_langchain.consolidation import _SYSTEM, ContradictionReport
+
+    if len(facts) < 2:
+        return []
+    listing = "\n".join(f"{i}. {text}" for i, (_, text) in enumerate(facts, start=1))
+    system = _SYSTEM.replace("{format_instructions}", "Answer in JSON.")
+    report = invoke_structured(
+        llm, [("system", system), ("human", f"Facts:\n{listing}")], ContradictionReport
+    )
+    n = len(facts)
+    return [
+        (facts[p.first - 1][0], facts[p.second - 1][0], p.explanation)
+        for p in report.contradictions
+        if 1 <= p.first <= n and 1 <= p.second <= n and p.first != p.second
+    ]
