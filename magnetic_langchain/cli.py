@@ -274,6 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     sleep.add_argument("--llm-model", default="llama3.2", help="Ollama chat model for --check")
     sleep.add_argument("--ollama-host", default=None, help="Ollama address for --check")
     sleep.set_defaults(func=cmd_sleep)
+
+    from magnetic_langchain.agent.commands import register as register_agent
+
+    register_agent(sub, [common])
     return parser
 
 

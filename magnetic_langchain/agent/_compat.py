@@ -38,9 +38,15 @@ except ImportError:  # pragma: no cover - removed once i12-sleep is merged
         """The language model could not be reached."""
 
 
+_FALLBACK_KEY = "superseded_by"  # metadata stamp used only before i12-sleep
+
+
 def superseded_by(cell: Any) -> str | None:
-    """The id of the cell that supersedes ``cell``, if any (None before i12-sleep)."""
-    return getattr(cell, "superseded_by", None)
+    """The id of the cell that supersedes ``cell``, if any."""
+    if hasattr(cell, "superseded_by"):
+        return cell.superseded_by  # type: ignore[no-any-return]
+    value = cell.metadata.get(_FALLBACK_KEY)  # pragma: no cover - before i12-sleep
+    return str(value) if value else None
 
 
 def _search_takes_current_only() -> bool:
@@ -61,7 +67,9 @@ def supersede(memory: MagneticMemory, old_id: str, new_id: str, explanation: str
     if method is not None:
         method(old_id, new_id, explanation=explanation)
     else:  # pragma: no cover - removed once i12-sleep is merged
-        memory.mark_contradiction(old_id, new_id, explanation)
+        (old,) = memory.get([old_id])
+        memory.add([old.text], metadatas=[{**old.metadata, _FALLBACK_KEY: new_id}], ids=[old_id])
+        memory.mark_contradiction(old_id, new_id, explanation or "superseded")
 
 
 def invoke_structured(llm: Any, messages: Any, schema: Any, *, retries: int = 1) -> Any:
