@@ -55,7 +55,8 @@ class _StoryRun:
         self.written += 1
         self.conflicts += len(draft.conflicts)
         superseded = f", {len(draft.conflicts)} superseded" if draft.conflicts else ""
-        self.paint.dim(f"stored passage {draft.number}: {len(ids)} facts{superseded}")
+        facts = f"{len(ids)} fact{'' if len(ids) == 1 else 's'}"
+        self.paint.dim(f"stored passage {draft.number}: {facts}{superseded}")
 
     def _read(self, prompt: str) -> str | None:
         self.paint.write(prompt)
@@ -67,7 +68,10 @@ class _StoryRun:
     def interactive(self) -> None:
         while True:
             instruction = self._read("instruction (empty: continue, /exit)> ")
-            if instruction is None or instruction in ("/exit", "/quit"):
+            if instruction is None:
+                self.paint.line()
+                return
+            if instruction in ("/exit", "/quit"):
                 return
             draft = self.world.write(instruction)
             while True:

@@ -56,6 +56,7 @@ class FakeOllama:
         self.script: list[Step] = list(script or [])
         self.models = models or {"qwen2.5:3b": ["completion", "tools"]}
         self.delay = delay
+        self.hide_capabilities = False  # as Ollama servers before capabilities existed
         self.chat_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._embedder = HashingEmbedder(dim=256)
@@ -83,8 +84,9 @@ class FakeOllama:
             if caps is None:
                 return 404, [{"error": f"model '{body['model']}' not found"}]
             if body.get("tools") and "tools" not in caps:
-                return 400, [{"error": f"registry.ollama.ai/library/{body['model']} does "
-                              "not support tools"}]
+                return 400, [
+                    {"error": f"registry.ollama.ai/library/{body['model']} does not support tools"}
+                ]
             if not self.script:
                 return 500, [{"error": "the fake's script ran out"}]
             step = self.script.pop(0)
@@ -102,8 +104,16 @@ def _stream(model: str, reply: dict[str, Any]) -> list[dict[str, Any]]:
         message = {"role": "assistant", "content": "", "tool_calls": reply["tool_calls"]}
         lines.append({**head, "message": message, "done": False})
     end = {"role": "assistant", "content": ""}
-    lines.append({**head, "message": end, "done": True, "done_reason": "stop",
-                  "eval_count": 3, "prompt_eval_count": 5})
+    lines.append(
+        {
+            **head,
+            "message": end,
+            "done": True,
+            "done_reason": "stop",
+            "eval_count": 3,
+            "prompt_eval_count": 5,
+        }
+    )
     return lines
 
 
@@ -124,9 +134,17 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path == "/api/tags":
-                models = [{"name": m, "model": m, "size": 1, "digest": "0" * 12,
-                           "modified_at": "2026-01-01T00:00:00Z", "details": {}}
-                          for m in fake.models]
+                models = [
+                    {
+                        "name": m,
+                        "model": m,
+                        "size": 1,
+                        "digest": "0" * 12,
+                        "modified_at": "2026-01-01T00:00:00Z",
+                        "details": {},
+                    }
+                    for m in fake.models
+                ]
                 self._json(200, {"models": models})
             else:
                 self._json(404, {"error": "not found"})
@@ -141,8 +159,10 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                 if caps is None:
                     self._json(404, {"error": f"model '{body.get('model')}' not found"})
                 else:
-                    self._json(200, {"capabilities": caps, "details": {}, "modelfile": "",
-                                     "model_info": {}, "template": "", "parameters": ""})
+                    shown = {"details": {}, "modelfile": "", "model_info": {}, "template": ""}
+                    if not fake.hide_capabilities:
+                        shown["capabilities"] = caps
+                    self._json(200, shown)
             elif self.path == "/api/chat":
                 status, lines = fake.chat(body)
                 if status != 200:
@@ -157,8 +177,10 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
             elif self.path == "/api/embed":
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 vectors = fake._embedder.embed_documents(inputs)
-                self._json(200, {"model": body["model"],
-                                 "embeddings": [list(map(float, v)) for v in vectors]})
+                self._json(
+                    200,
+                    {"model": body["model"], "embeddings": [list(map(float, v)) for v in vectors]},
+                )
             else:
                 self._json(404, {"error": "not found"})
 
