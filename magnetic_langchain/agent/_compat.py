@@ -1,9 +1,9 @@
-"""ADAPTER until branch i12-sleep lands: supersession, current-only search, LLM errors.
+"""ADAPTER until branch i12-sleep lands: supersession, current-only search, contradictions.
 
 Everything here defers to the real pieces when they exist (``MagneticMemory.supersede``,
-``search(current_only=True)``, ``magnetic_core.llm_json``, ``magnetic_langchain.structured``,
-``magnetic_langchain.consolidation.find_contradictions``) and falls back to a small
-stand-in otherwise. Once i12-sleep is in main, each fallback branch can be deleted.
+``search(current_only=True)``, ``magnetic_langchain.consolidation.find_contradictions``)
+and falls back to a small stand-in otherwise. Once i12-sleep is in main, each fallback
+branch can be deleted and the callers can use the real names directly.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from magnetic_core import Hit, MagneticError, MagneticMemory
+from magnetic_core import Hit, MagneticMemory
+from magnetic_core.llm_json import LLMError, LLMUnavailableError
+from magnetic_langchain.structured import invoke_structured
 
 __all__ = [
     "LLMError",
@@ -26,16 +28,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-try:  # i12-sleep
-    from magnetic_core.llm_json import LLMError, LLMUnavailableError
-except ImportError:  # pragma: no cover - removed once i12-sleep is merged
-
-    class LLMError(MagneticError):  # type: ignore[no-redef]
-        """A language model did not give a usable answer."""
-
-    class LLMUnavailableError(LLMError):  # type: ignore[no-redef]
-        """The language model could not be reached."""
 
 
 _FALLBACK_KEY = "superseded_by"  # metadata stamp used only before i12-sleep
@@ -70,18 +62,6 @@ def supersede(memory: MagneticMemory, old_id: str, new_id: str, explanation: str
         (old,) = memory.get([old_id])
         memory.add([old.text], metadatas=[{**old.metadata, _FALLBACK_KEY: new_id}], ids=[old_id])
         memory.mark_contradiction(old_id, new_id, explanation or "superseded")
-
-
-def invoke_structured(llm: Any, messages: Any, schema: Any, *, retries: int = 1) -> Any:
-    """``magnetic_langchain.structured.invoke_structured`` (i12-sleep), else native output."""
-    try:
-        from magnetic_langchain.structured import invoke_structured as real
-    except ImportError:  # pragma: no cover - removed once i12-sleep is merged
-        try:
-            return llm.with_structured_output(schema).invoke(messages)
-        except Exception as e:
-            raise LLMError(f"the model gave no usable {schema.__name__}: {e}") from e
-    return real(llm, messages, schema, retries=retries)
 
 
 def find_contradictions(

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from magnetic_core.errors import InvalidInputError
-from magnetic_langchain.agent._compat import LLMError, LLMUnavailableError
+from magnetic_core.llm_json import LLMError, LLMUnavailableError
 
 __all__ = [
     "LLMError",

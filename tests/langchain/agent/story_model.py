@@ -15,7 +15,7 @@ from tests.langchain.agent.fake_ollama import numbered_facts
 
 
 class StoryModel:
-    """Writes ``passages`` in order; knows each passage's facts and which facts conflict."""
+    """Writes ``passages`` in order (then filler); knows their facts and which facts conflict."""
 
     def __init__(
         self,
@@ -47,4 +47,6 @@ class StoryModel:
             ]
             return {"content": json.dumps({"contradictions": pairs})}
         self.writing_prompts.append(user)
-        return {"content": self.passages.pop(0)}
+        if self.passages:
+            return {"content": self.passages.pop(0)}
+        return {"content": f"Passage {len(self.writing_prompts)}: the road goes on."}
