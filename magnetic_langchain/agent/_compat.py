@@ -48,7 +48,7 @@ def _search_takes_current_only() -> bool:
 def current_search(memory: MagneticMemory, query: str, k: int, **kwargs: Any) -> list[Hit]:
     """``memory.search(..., current_only=True)``; superseded cells filtered here before."""
     if _search_takes_current_only():
-        return memory.search(query, k=k, current_only=True, **kwargs)
+        return memory.search(query, k=k, current_only=True, **kwargs)  # type: ignore[call-arg]
     hits = memory.search(query, k=k * 2, **kwargs)
     return [h for h in hits if superseded_by(h.cell) is None][:k]
 
@@ -69,7 +69,9 @@ def find_contradictions(
 ) -> list[tuple[str, str, str]]:
     """Contradicting pairs among ``facts`` as ``(a, b, explanation)`` tuples."""
     try:
-        from magnetic_langchain.consolidation import find_contradictions as real
+        from magnetic_langchain.consolidation import (  # type: ignore[attr-defined]
+            find_contradictions as real,
+        )
     except ImportError:  # pragma: no cover - removed once i12-sleep is merged
         return _fallback_contradictions(llm, facts)
     return [(c.a, c.b, c.explanation) for c in real(llm, facts, **budget)]

@@ -174,7 +174,7 @@ class ChatSession:
                 for message in (update or {}).get("messages", []):
                     new.append(message)
                     if isinstance(message, AIMessage):
-                        calls.update({c["id"]: c for c in message.tool_calls if c.get("id")})
+                        calls.update({str(c["id"]): dict(c) for c in message.tool_calls if c["id"]})
                     elif node == "tools":
                         if speaking:
                             self.paint.line()

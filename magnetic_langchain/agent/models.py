@@ -158,5 +158,8 @@ def make_chat_model(
         ) from e
     try:
         return init_chat_model(llm)
-    except (ImportError, ValueError) as e:
-        raise LLMError(f"cannot create the chat model {llm!r}: {e}") from e
+    except Exception as e:  # noqa: BLE001 - providers raise their own types (missing keys...)
+        raise LLMError(
+            f"cannot create the chat model {llm!r}: {type(e).__name__}: {e}",
+            hint="install the provider's package and set its credentials (e.g. OPENAI_API_KEY)",
+        ) from e
