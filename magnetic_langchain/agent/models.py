@@ -110,8 +110,9 @@ def explain_llm_failure(error: BaseException, *, model: str, host: str | None) -
             "ConnectTimeout",
         ):
             return _unreachable(ollama_host(host), model)
+    root = _chain(error)[-1]
     return LLMError(
-        f"the model {model!r} failed: {type(error).__name__}: {error}",
+        f"the model {model!r} failed: {type(root).__name__}: {root}",
         hint="check that the model runs (e.g. `ollama run MODEL`)",
     )
 
@@ -158,7 +159,7 @@ def make_chat_model(
         ) from e
     try:
         return init_chat_model(llm)
-    except Exception as e:  # noqa: BLE001 - providers raise their own types (missing keys...)
+    except Exception as e:  # providers raise their own types (missing keys, bad names)
         raise LLMError(
             f"cannot create the chat model {llm!r}: {type(e).__name__}: {e}",
             hint="install the provider's package and set its credentials (e.g. OPENAI_API_KEY)",

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from magnetic_core import MagneticMemory
 from magnetic_core.errors import InvalidInputError
+from magnetic_core.llm_json import LLMError, LLMUnavailableError
 from magnetic_langchain.agent.display import Painter
 from magnetic_langchain.agent.story import Draft, StoryWorld, regenerate_instruction
 
@@ -73,8 +74,8 @@ class _StoryRun:
                 return
             if instruction in ("/exit", "/quit"):
                 return
-            draft = self.world.write(instruction)
-            while True:
+            draft = self._write(instruction)
+            while draft is not None:
                 self._show(draft)
                 if not draft.conflicts:
                     self._accept(draft)
@@ -85,7 +86,17 @@ class _StoryRun:
                 if choice.lower().startswith("a"):
                     self._accept(draft)
                     break
-                draft = self.world.write(regenerate_instruction(draft, draft.conflicts))
+                draft = self._write(regenerate_instruction(draft, draft.conflicts))
+
+    def _write(self, instruction: str) -> Draft | None:
+        """A checked draft, or None when the model's answer was unusable (said so)."""
+        try:
+            return self.world.write(instruction)
+        except LLMUnavailableError:
+            raise
+        except LLMError as e:
+            self.paint.dim(f"the model's answer could not be used ({e}); try again")
+            return None
 
     def continuous(self, turns: int | None) -> None:
         stop = {"requested": False}

@@ -8,11 +8,13 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from ollama import ResponseError
 
 from magnetic_langchain import MagneticVectorStore
 from magnetic_langchain.agent import StoryWorld, create_memory_agent
 from magnetic_langchain.agent._compat import superseded_by
 from magnetic_langchain.agent.errors import ToolsUnsupportedError
+from magnetic_langchain.agent.models import explain_llm_failure
 from tests.langchain.fakes import ScriptedChatModel, last_tool_output, tool_call
 
 
@@ -90,3 +92,20 @@ def test_story_world_writes_checks_and_supersedes(store: MagneticVectorStore):
     assert (
         world.next_number() == 3 and world.summary() == "2 passages, 1 current facts (1 superseded)"
     )
+
+
+@pytest.mark.parametrize(
+    ("raised", "kind", "says"),
+    [
+        (ConnectionError("refused"), "LLMUnavailableError", "ollama serve"),
+        (ResponseError("model 'tiny' not found", 404), "ModelNotFoundError", "ollama pull tiny"),
+        (ResponseError("tiny does not support tools", 400), "ToolsUnsupportedError", "--model"),
+        (RuntimeError("boom"), "LLMError", "boom"),
+    ],
+)
+def test_model_failures_mid_chat_become_one_clear_error(raised, kind, says):
+    try:
+        raise RuntimeError("while streaming") from raised
+    except RuntimeError as outer:
+        error = explain_llm_failure(outer, model="tiny", host="127.0.0.1:1")
+    assert type(error).__name__ == kind and says in str(error)
