@@ -15,7 +15,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    trim_messages,
+)
 
 from magnetic_core import MagneticError, MagneticMemory
 from magnetic_langchain.agent.agent import create_memory_agent
@@ -25,7 +31,10 @@ from magnetic_langchain.agent.personas import Persona, PersonaBook
 from magnetic_langchain.tools import create_memory_tools
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
-__all__ = ["HELP", "ChatSession"]
+__all__ = ["HELP", "HISTORY_MESSAGES", "ChatSession"]
+
+HISTORY_MESSAGES = 40
+"""At most this many recent messages of the chat are sent with each new one."""
 
 logger = logging.getLogger(__name__)
 
@@ -143,8 +152,16 @@ class ChatSession:
             self.store.add_texts([text], [{**meta, "timestamp": time.time()}])
         question = HumanMessage(text)
         new: list[BaseMessage] = []
+        # Long-term memory carries what matters; the window keeps the prompt bounded.
+        recent = trim_messages(
+            [*self.history, question],
+            max_tokens=HISTORY_MESSAGES,
+            token_counter=len,
+            strategy="last",
+            start_on="human",
+        )
         try:
-            self._stream([*self.history, question], new)
+            self._stream(recent, new)
         except KeyboardInterrupt:
             self.paint.line()
             self.paint.dim("(answer interrupted)")
