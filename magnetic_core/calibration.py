@@ -25,6 +25,10 @@ class Calibration:
     regrouped in insertion order. Because checkpoints depend only on counts, adding a batch
     gives the same hierarchy as adding its cells one at a time.
 
+    A new threshold is held in memory until :meth:`commit` saves it, which the memory
+    does once the cells of the write are stored: a write that fails leaves the stored
+    threshold as it was (and the memory, reloaded from storage, uses it again).
+
     Args:
         config: the memory's settings.
         settings: what the store persisted (``mag_threshold``, ``mag_calibrated_n``).
@@ -32,6 +36,7 @@ class Calibration:
 
     def __init__(self, config: MemoryConfig, settings: Mapping[str, Any]) -> None:
         self.config = config
+        self._pending: dict[str, Any] = {}
         self.calibrated_n = int(settings.get("mag_calibrated_n", 0))
         if config.join_threshold is not None:
             self.threshold, self.source = config.join_threshold, "configured"
@@ -54,11 +59,10 @@ class Calibration:
         index: HierIndex,
         ids: list[str],
         vecs: np.ndarray,
-        save: Callable[..., None],
     ) -> None:
         """Assign cells in order, recalibrating at each checkpoint reached on the way.
 
-        ``save(**settings)`` persists a new threshold before the regrouping it causes.
+        A new threshold is not saved here: call :meth:`commit` once the write is stored.
         """
         chunk = self.config.chunk_size
         while ids:
@@ -73,14 +77,24 @@ class Calibration:
                 return
             cut = int(at[0]) + 1
             index.assign(ids[:cut], vecs[:cut], self.threshold, chunk)
-            self._calibrate(index, save)
+            self._calibrate(index)
             ids, vecs = ids[cut:], vecs[cut:]
 
-    def _calibrate(self, index: HierIndex, save: Callable[..., None]) -> None:
+    def commit(self, save: Callable[..., None]) -> None:
+        """Persist the threshold of the calibrations since the last commit, if any.
+
+        ``save(**settings)`` writes the store's settings; nothing is called when no
+        checkpoint was reached.
+        """
+        if self._pending:
+            save(**self._pending)
+            self._pending = {}
+
+    def _calibrate(self, index: HierIndex) -> None:
         order = list(index.loc)
         sample = index.vectors(order)
         threshold = calibrate_threshold(sample, self.config.calibration_percentile)
         logger.info("calibrated join threshold %.3f from %d cells", threshold, len(order))
-        save(mag_threshold=threshold, mag_calibrated_n=len(order))
+        self._pending = {"mag_threshold": threshold, "mag_calibrated_n": len(order)}
         self.threshold, self.source, self.calibrated_n = threshold, "calibrated", len(order)
         index.regroup(threshold, self.config.chunk_size)

@@ -2,7 +2,13 @@
 
 User metadata is stored as one JSON string under a reserved key. JSON cannot tell a tuple
 from a list or hold dates, so those are tagged; anything else that JSON cannot hold (sets,
-objects, NaN) is refused up front with a clear error rather than silently changed.
+objects, NaN) is refused up front with a clear error rather than silently changed, and so
+is nesting deeper than :data:`~magnetic_core.validators.MAX_DEPTH` levels.
+
+Reading is the other way round and never trusts what is stored: :func:`decode_record`
+turns one stored row record into checked fields, or raises :class:`CorruptRecordError`
+naming the cell, whatever the row holds (malformed JSON, wrong types, nesting no decoder
+can follow), so the loader can report and skip that row.
 """
 
 from __future__ import annotations
@@ -13,11 +19,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from magnetic_core.errors import MetadataError
+from magnetic_core.errors import CorruptRecordError, MetadataError
+from magnetic_core.validators import check_nested
 
 __all__ = [
     "RESERVED_PREFIX",
     "decode_metadata",
+    "decode_record",
     "encode_metadata",
     "metadata_from_json",
     "metadata_to_json",
@@ -26,6 +34,19 @@ __all__ = [
 
 RESERVED_PREFIX = "_mag_"
 _TAG = "__mag_type__"
+# Deepest stored metadata that is decoded: tags double the levels of tuples, and records
+# written before nesting was bounded may be deeper still; anything deeper is skipped.
+_READ_DEPTH = 200
+# Schema 2 rows use long field names (and hold every field).
+_SCHEMA_2 = {
+    "group": "g",
+    "seq": "s",
+    "created": "c",
+    "updated": "u",
+    "entities": "e",
+    "meta": "m",
+    "links": "l",
+}
 
 
 def validate_metadata(metadata: Any, position: int) -> dict[str, Any]:
@@ -45,10 +66,8 @@ def validate_metadata(metadata: Any, position: int) -> dict[str, Any]:
                 f"metadata {position}: key {key!r} uses the reserved prefix {RESERVED_PREFIX!r}",
                 hint="rename the key",
             )
-    try:
-        _encode_value(dict(metadata), f"metadata {position}")
-    except RecursionError as e:
-        raise MetadataError(f"metadata {position} is nested too deeply") from e
+    check_nested(metadata, f"metadata {position}", error=MetadataError)
+    _encode_value(dict(metadata), f"metadata {position}")
     return dict(metadata)
 
 
@@ -123,3 +142,66 @@ def decode_metadata(blob: str | None) -> dict[str, Any]:
         return {}
     decoded = _decode_value(json.loads(blob))
     return decoded if isinstance(decoded, dict) else {}
+
+
+def decode_record(cid: str, raw: Any) -> dict[str, Any]:
+    """The checked fields of one stored cell record (the JSON string under the row key).
+
+    Returns a dict with ``g`` (group id), ``s`` (sequence number), ``c`` and ``u``
+    (created and updated times), ``e`` (entities, a tuple), ``m`` (the user's metadata,
+    decoded) and ``l`` (contradiction links, a tuple of dicts). Schema 2 records (long
+    field names) are read too.
+
+    Raises:
+        CorruptRecordError: whatever is wrong with the record, naming the cell.
+    """
+    try:
+        return _decode_record(raw)
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        raise CorruptRecordError(
+            f"stored cell {cid!r} cannot be read ({type(e).__name__}: {e})",
+            hint="the row is left in Chroma untouched; re-add the cell to replace it",
+        ) from None
+
+
+def _decode_record(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, str):
+        raise TypeError("the row holds no record written by magnetic-storage")
+    record = json.loads(raw)
+    if not isinstance(record, dict):
+        raise TypeError(f"the record is a JSON {type(record).__name__}, not an object")
+    if "group" in record:
+        record = {short: record[long] for long, short in _SCHEMA_2.items() if long in record}
+    created = _finite(record["c"])
+    entities, links, meta = record.get("e", []), record.get("l", []), record.get("m", {})
+    if not isinstance(entities, list) or not all(isinstance(e, str) for e in entities):
+        raise TypeError("entities must be a list of strings")
+    if not isinstance(links, list) or not all(isinstance(x, dict) for x in links):
+        raise TypeError("contradiction links must be a list of objects")
+    if not isinstance(meta, dict):
+        raise TypeError("metadata must be an object")
+    check_nested(meta, "the metadata", limit=_READ_DEPTH)
+    seq = record["s"]
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise TypeError(f"the sequence number {seq!r} is not an integer")
+    return {
+        "g": _text(record["g"], "the group id"),
+        "s": seq,
+        "c": created,
+        "u": _finite(record.get("u", created)),
+        "e": tuple(entities),
+        "m": metadata_from_json(meta),
+        "l": tuple(links),
+    }
+
+
+def _finite(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"the timestamp {value!r} is not a finite number")
+    return float(value)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{what} {value!r} is not a non-empty string")
+    return value

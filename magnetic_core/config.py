@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.validators import check_int, check_number
 
 __all__ = ["MemoryConfig"]
 
@@ -40,6 +39,11 @@ class MemoryConfig:
             about this many cells, so a query scores the parts of a group near it.
         merge_threshold: centroid similarity at which sleep mode merges two groups.
         chunk_size: cells assigned per vectorised block at ingest.
+        max_text_chars: longest text ``add`` accepts, in characters (4 million, about
+            4 MB of ASCII, by default). A longer text is refused with an error naming this
+            limit: split it first (a text splitter, or ``magnetic ingest``, which chunks
+            files). An embedding model reads only the start of a text anyway, so one cell
+            per chunk is what retrieval needs. ``None`` removes the limit.
 
     Example:
         >>> MemoryConfig(n_probe=16).n_probe
@@ -60,48 +64,39 @@ class MemoryConfig:
     list_size: int = 32
     merge_threshold: float = 0.85
     chunk_size: int = 256
+    max_text_chars: int | None = 4_000_000
 
     def __post_init__(self) -> None:
-        _check_range("join_threshold", self.join_threshold, -1.0, 1.0, optional=True)
-        _check_range("provisional_threshold", self.provisional_threshold, -1.0, 1.0)
-        _check_range("calibration_percentile", self.calibration_percentile, 0.0, 100.0)
-        _check_range("merge_threshold", self.merge_threshold, -1.0, 1.0)
-        _check_range("entity_boost", self.entity_boost, 0.0, 10.0)
-        _check_range("lexical_weight", self.lexical_weight, 0.0, 10.0)
-        _check_int("calibration_size", self.calibration_size, 2)
-        _check_int("max_group_size", self.max_group_size, 2)
-        _check_int("n_probe", self.n_probe, 1)
-        _check_int("probe_cells", self.probe_cells, 0)
-        _check_int("chunk_size", self.chunk_size, 1)
-        _check_int("sketch_rank", self.sketch_rank, 0)
-        _check_int("rerank", self.rerank, 1)
-        _check_int("list_size", self.list_size, 1)
+        for name, low, high, optional in _NUMBERS:
+            check_number(
+                getattr(self, name), f"MemoryConfig.{name}", low=low, high=high, optional=optional
+            )
+        for name, low, optional in _INTEGERS:
+            check_int(getattr(self, name), f"MemoryConfig.{name}", low=low, optional=optional)
 
     def with_changes(self, **changes: object) -> MemoryConfig:
         """Return a copy with some fields replaced (validated again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-def _check_range(
-    name: str, value: float | None, low: float, high: float, *, optional: bool = False
-) -> None:
-    if value is None and optional:
-        return
-    if (
-        not isinstance(value, (int, float))
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or not low <= value <= high
-    ):
-        raise InvalidInputError(
-            f"MemoryConfig.{name} must be a number in [{low}, {high}], got {value!r}",
-            hint=f"pass {name}=<number between {low} and {high}>",
-        )
-
-
-def _check_int(name: str, value: int, low: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidInputError(
-            f"MemoryConfig.{name} must be an integer >= {low}, got {value!r}",
-            hint=f"pass {name}=<integer >= {low}>",
-        )
+# (field, low, high, None allowed) of the float settings and (field, low, None allowed)
+# of the integer ones, checked by the core's shared validators.
+_NUMBERS = (
+    ("join_threshold", -1.0, 1.0, True),
+    ("provisional_threshold", -1.0, 1.0, False),
+    ("calibration_percentile", 0.0, 100.0, False),
+    ("merge_threshold", -1.0, 1.0, False),
+    ("entity_boost", 0.0, 10.0, False),
+    ("lexical_weight", 0.0, 10.0, False),
+)
+_INTEGERS = (
+    ("calibration_size", 2, False),
+    ("max_group_size", 2, False),
+    ("n_probe", 1, False),
+    ("probe_cells", 0, False),
+    ("chunk_size", 1, False),
+    ("sketch_rank", 0, False),
+    ("rerank", 1, False),
+    ("list_size", 1, False),
+    ("max_text_chars", 1, True),
+)

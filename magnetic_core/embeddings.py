@@ -12,12 +12,14 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from magnetic_core.clustering import unit_rows
 from magnetic_core.errors import (
     DimensionError,
     EmbeddingError,
     InvalidVectorError,
     MissingDependencyError,
 )
+from magnetic_core.validators import check_int
 
 __all__ = [
     "Embedder",
@@ -53,7 +55,11 @@ class Embedder(Protocol):
 
 
 def validate_vectors(vectors: Any, dim: int | None, *, what: str = "vector") -> np.ndarray:
-    """Return ``vectors`` as an (n, dim) float32 array, or raise naming the bad row.
+    """Return ``vectors`` as an (n, dim) float32 array of unit rows, or raise naming the bad row.
+
+    Rows are scaled to unit length in float64, after dividing by their largest entry, so
+    no magnitude a float64 can hold (1e300, 1e-300) overflows or underflows on the way:
+    what is returned is always finite and of norm 1.
 
     Raises:
         DimensionError: a row does not have ``dim`` entries.
@@ -78,13 +84,13 @@ def validate_vectors(vectors: Any, dim: int | None, *, what: str = "vector") -> 
     if not finite.all():
         row = int(np.flatnonzero(~finite)[0])
         raise InvalidVectorError(f"{what} {row} contains NaN or infinity")
-    norms = np.linalg.norm(arr, axis=1)
-    if (norms == 0).any():
-        row = int(np.flatnonzero(norms == 0)[0])
+    peak = np.abs(arr).max(axis=1, initial=0.0)
+    if (peak == 0).any():
+        row = int(np.flatnonzero(peak == 0)[0])
         raise InvalidVectorError(
             f"{what} {row} is all zeros", hint="a zero vector has no direction to compare"
         )
-    return arr.astype(np.float32)
+    return unit_rows(arr)
 
 
 def embed_checked(embedder: Embedder, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
@@ -123,9 +129,7 @@ class HashingEmbedder:
     """
 
     def __init__(self, dim: int = 256) -> None:
-        if dim < 8:
-            raise ValueError(f"HashingEmbedder dim must be >= 8, got {dim}")
-        self._dim = dim
+        self._dim = check_int(dim, "HashingEmbedder dim", low=8)
 
     @property
     def name(self) -> str:

@@ -13,6 +13,7 @@
     ├── EmbeddingError                         an embedder failed or returned bad vectors
     ├── EmbedderMismatchError                  a store opened with another embedder
     ├── PersistenceError                       the Chroma substrate failed
+    │   └── CorruptRecordError                 a stored row cannot be read (skipped on open)
     ├── MissingDependencyError (also ImportError)  an optional extra is not installed
     └── ClosedError                            the memory was used after close()
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "ClosedError",
+    "CorruptRecordError",
     "DimensionError",
     "DuplicateIdError",
     "EmbedderMismatchError",
@@ -88,6 +90,10 @@ class EmbedderMismatchError(MagneticError):
 
 class PersistenceError(MagneticError):
     """Reading from or writing to the Chroma substrate failed."""
+
+
+class CorruptRecordError(PersistenceError):
+    """A stored cell row cannot be decoded; opening a store logs and skips such rows."""
 
 
 class MissingDependencyError(MagneticError, ImportError):

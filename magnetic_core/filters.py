@@ -2,9 +2,10 @@
 
 Supported: ``{"field": value}`` (equality), ``{"field": {"$op": value}}`` with
 ``$eq $ne $gt $gte $lt $lte $in $nin``, and ``{"$and": [...]}`` / ``{"$or": [...]}``.
-Several fields in one dict are combined with AND. A callable taking the metadata dict and
-returning a bool is accepted as a ready-made predicate (adapters translate richer filter
-languages, such as LlamaIndex's, into one).
+Several fields in one dict are combined with AND. ``$and`` / ``$or`` nest at most
+:data:`~magnetic_core.validators.MAX_DEPTH` (32) levels deep. A callable taking the
+metadata dict and returning a bool is accepted as a ready-made predicate (adapters
+translate richer filter languages, such as LlamaIndex's, into one).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from magnetic_core.errors import FilterError
+from magnetic_core.validators import MAX_DEPTH
 
 __all__ = ["Predicate", "compile_filter"]
 
@@ -85,16 +87,17 @@ def compile_filter(where: Mapping[str, Any] | Predicate | None) -> Predicate | N
         )
     if not where:
         return None
-    return _compile(where)
+    return _compile(where, 0)
 
 
-def _compile(where: Mapping[str, Any]) -> Predicate:
+def _compile(where: Mapping[str, Any], depth: int) -> Predicate:
+    """``depth``: how many ``$and`` / ``$or`` enclose ``where``."""
     parts: list[Predicate] = []
     for key, value in where.items():
         if not isinstance(key, str):
             raise FilterError(f"filter keys must be strings, got {key!r}")
         if key in ("$and", "$or"):
-            parts.append(_compile_logical(key, value))
+            parts.append(_compile_logical(key, value, depth))
         elif key.startswith("$"):
             raise FilterError(
                 f"unknown filter operator {key!r}",
@@ -108,14 +111,19 @@ def _compile(where: Mapping[str, Any]) -> Predicate:
     return lambda meta: all(p(meta) for p in parts)
 
 
-def _compile_logical(key: str, value: Any) -> Predicate:
+def _compile_logical(key: str, value: Any, depth: int) -> Predicate:
+    if depth >= MAX_DEPTH:
+        raise FilterError(
+            f"the filter nests $and/$or more than {MAX_DEPTH} levels deep",
+            hint="flatten it: one $and or $or takes any number of conditions",
+        )
     if not isinstance(value, list) or not value:
         raise FilterError(f"{key} takes a non-empty list of filters, got {value!r}")
     subs = []
     for sub in value:
         if not isinstance(sub, Mapping) or not sub:
             raise FilterError(f"each filter inside {key} must be a non-empty dict, got {sub!r}")
-        subs.append(_compile(sub))
+        subs.append(_compile(sub, depth + 1))  # bounded by MAX_DEPTH above
     if key == "$and":
         return lambda meta: all(p(meta) for p in subs)
     return lambda meta: any(p(meta) for p in subs)

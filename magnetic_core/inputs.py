@@ -9,31 +9,53 @@ from typing import Any
 import numpy as np
 
 from magnetic_core.codec import validate_metadata
+from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import validate_vectors
 from magnetic_core.errors import DuplicateIdError, EmptyTextError, InvalidInputError
+from magnetic_core.validators import check_id_list, check_int, check_utf8
 
 __all__ = ["check_id_list", "check_k", "validate_batch", "validate_batch_vectors"]
+# check_id_list lives in magnetic_core.validators and is re-exported here for callers.
 
 
 def validate_batch(
     texts: Sequence[str],
     metadatas: Sequence[Mapping[str, Any] | None] | None,
     ids: Sequence[str] | None,
+    *,
+    max_chars: int | None = MemoryConfig.max_text_chars,
+    allow_empty: bool = False,
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """Texts, metadata copies and ids of one ``add`` call, or an error naming the bad item.
 
-    Missing ids become random UUIDs.
+    Missing ids become random UUIDs. A text longer than ``max_chars`` characters
+    (``MemoryConfig.max_text_chars``) is refused. ``allow_empty`` accepts empty texts (cells
+    given by their vector alone, such as image nodes: they get no lexical entry).
     """
     if isinstance(texts, str):
         raise InvalidInputError(
             "texts must be a list of strings, got one string", hint="wrap it: [text]"
         )
+    check_id_list(ids)
+    if isinstance(metadatas, (Mapping, str)):
+        raise InvalidInputError(
+            f"metadatas must be a list of dicts (one per text), got one {type(metadatas).__name__}",
+            hint="wrap it: [metadata]",
+        )
     texts = list(texts)
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise InvalidInputError(f"text {i} is {type(text).__name__}, not str")
-        if not text.strip():
+        if not allow_empty and not text.strip():
             raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
+        check_utf8(text, f"text {i}")
+        if max_chars is not None and len(text) > max_chars:
+            raise InvalidInputError(
+                f"text {i} has {len(text):,} characters, more than the limit of {max_chars:,} "
+                "(MemoryConfig.max_text_chars)",
+                hint="split it into chunks first (e.g. a text splitter), or raise "
+                "MemoryConfig.max_text_chars",
+            )
     if metadatas is not None and len(metadatas) != len(texts):
         raise InvalidInputError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
     metas = [validate_metadata(m, i) for i, m in enumerate(metadatas or [None] * len(texts))]
@@ -43,6 +65,7 @@ def validate_batch(
     for i, cid in enumerate(ids):
         if not isinstance(cid, str) or not cid:
             raise InvalidInputError(f"id {i} must be a non-empty string, got {cid!r}")
+        check_utf8(cid, f"id {i}")
     seen: set[str] = set()
     for cid in ids:
         if cid in seen:
@@ -63,12 +86,4 @@ def validate_batch_vectors(vectors: Any, n: int, dim: int) -> np.ndarray:
 
 def check_k(k: Any) -> int:
     """``k`` as a non-negative int, or an error."""
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInputError(f"k must be a non-negative integer, got {k!r}")
-    return k
-
-
-def check_id_list(ids: Any) -> None:
-    """Refuse a bare string where a list of ids is expected."""
-    if isinstance(ids, str):
-        raise InvalidInputError("ids must be a list of strings", hint="wrap it: [id]")
+    return int(check_int(k, "k"))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from magnetic_core.calibration import Calibration
-from magnetic_core.catalog import Catalog, CellRecord
+from magnetic_core.catalog import CellRecord
 from magnetic_core.clustering import normalize
 from magnetic_core.concurrency import RWLock
 from magnetic_core.config import MemoryConfig
@@ -25,13 +25,13 @@ from magnetic_core.errors import (
 )
 from magnetic_core.filters import Predicate, compile_filter
 from magnetic_core.hierarchy import cell_view, group_info, hit_view, merge_plan, stats_view
-from magnetic_core.index import HierIndex
 from magnetic_core.inputs import check_id_list, check_k, validate_batch, validate_batch_vectors
+from magnetic_core.journal import Journal, WriterClock
 from magnetic_core.lexical import LexicalIndex
 from magnetic_core.persistence import ChromaStore, open_client
 from magnetic_core.search import SearchPlan, run_search
+from magnetic_core.state import load_state
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Stats
-from magnetic_core.writeback import WriteBack
 
 __all__ = ["MagneticMemory"]
 
@@ -47,7 +47,8 @@ class MagneticMemory:
     """A hierarchical memory: cells (text + vector + metadata) nested under concept groups.
 
     Args:
-        path: directory of the embedded Chroma store (ignored when ``client`` is given).
+        path: directory of the embedded Chroma store (ignored when ``client`` is given);
+            a relative path is resolved against the current directory when opened.
         namespace: isolated memory inside one store.
         embedder: any :class:`~magnetic_core.embeddings.Embedder`; by default the first of
             Ollama, MiniLM and the (non-semantic) hashing embedder that works.
@@ -68,7 +69,7 @@ class MagneticMemory:
 
     def __init__(
         self,
-        path: str = "./magnetic_memory",
+        path: str | os.PathLike[str] = "./magnetic_memory",
         namespace: str = "default",
         embedder: Embedder | None = None,
         config: MemoryConfig | None = None,
@@ -81,10 +82,14 @@ class MagneticMemory:
         self._client = client if client is not None else open_client(path)
         self._lock = RWLock()
         self._closed = False
+        self._stale: PersistenceError | None = None
+        self._store = ChromaStore(self._client, namespace)
         try:
-            self._store = ChromaStore(self._client, namespace)
+            self._store.open()
             self._store.check_stamp(self.embedder.name, self.embedder.dim)
-            self._load()
+            self._journal = Journal(self._store, self.embedder.dim)
+            self._clock = WriterClock(self._store)
+            self._reload()
         except BaseException:
             self.close()
             raise
@@ -109,26 +114,57 @@ class MagneticMemory:
         return self._client
 
     # -- lifecycle -------------------------------------------------------------------
-    def _load(self) -> None:
-        """Rebuild the in-memory index from the cells collection (the source of truth)."""
-        self._index = HierIndex(self.embedder.dim, self.config.max_group_size)
-        self._catalog = Catalog()
-        for row in self._store.load():
-            self._index.place(row.id, row.vector, row.group_id, row.seq)
-            self._catalog.put(
-                row.id,
-                CellRecord(
-                    text=row.text,
-                    metadata=row.metadata,
-                    entities=row.entities,
-                    created_at=row.created_at,
-                    updated_at=row.updated_at,
-                    contradictions=list(row.contradictions),
-                ),
-            )
-        self._index.finish_placing()
-        self._calibration = Calibration(self.config, self._store.settings())
-        self._writeback = WriteBack(self._store, self._index, self._catalog)
+    def _reload(self) -> None:
+        """Finish or roll back an interrupted write, then swap in the state as stored.
+
+        The new state is built aside and swapped in whole; when reading fails, the state
+        in use is left as it was and the error propagates.
+        """
+        self._journal.recover()
+        seen = self._clock.read()  # before the load: a write landing during it is seen later
+        state = load_state(self._store, self.embedder.dim, self.config)
+        self._index, self._catalog = state.index, state.catalog
+        self._calibration, self._writeback = state.calibration, state.writeback
+        self._clock.seen = seen
+        self._stale = None
+        try:
+            state.writeback.repair()
+        except PersistenceError as e:
+            logger.warning("the group cache was not repaired (retried on next open): %s", e)
+
+    def _after_failure(self) -> None:
+        """After a failed write: reload what is stored, or refuse calls until Chroma answers."""
+        try:
+            self._reload()
+        except PersistenceError as e:
+            logger.warning("cannot reload after a failed write; retrying on the next call: %s", e)
+            self._stale = e
+        except BaseException as e:  # e.g. an interrupt while reloading
+            self._stale = PersistenceError(f"reloading after a failed write was interrupted: {e}")
+            raise
+
+    def _sync(self) -> bool:
+        """Reload when the last write failed or another writer changed the store."""
+        if self._stale is None and self._clock.read() == self._clock.seen:
+            return False
+        self._reload()
+        return True
+
+    def refresh(self) -> bool:
+        """Reload the store when another process (or client) wrote to it since last seen.
+
+        Writes do this themselves before they act; call it before reading when another
+        process may be writing to the same namespace.
+
+        Returns:
+            Whether anything was reloaded.
+
+        Raises:
+            PersistenceError: Chroma cannot be reached.
+        """
+        self._check_open()
+        with self._lock.write():
+            return self._sync()
 
     def close(self) -> None:
         """Update the stored group cache and release the Chroma client. Idempotent.
@@ -143,8 +179,10 @@ class MagneticMemory:
             self._closed = True
             writeback = getattr(self, "_writeback", None)  # absent when opening failed
             try:
-                if writeback is not None:
+                if writeback is not None and self._stale is None:
                     writeback.groups()
+                if getattr(self, "_clock", None) is not None and self._clock.value:
+                    self._store.delete_cells([self._clock.row_id])
             except PersistenceError as e:
                 logger.warning("the group cache was not updated (repaired on next open): %s", e)
         if self._owns_client and hasattr(self._client, "close"):
@@ -162,6 +200,19 @@ class MagneticMemory:
     def _check_open(self) -> None:
         if self._closed:
             raise ClosedError("this MagneticMemory was closed", hint="open a new one")
+        if self._stale is not None:
+            with self._lock.write():
+                if self._stale is None or self._closed:
+                    return
+                try:
+                    self._reload()
+                except PersistenceError as e:
+                    raise PersistenceError(
+                        "a write failed and Chroma cannot be read back, so this memory "
+                        f"cannot tell what is stored: {e.message}",
+                        hint="every call retries; it works again once the Chroma path or "
+                        "server answers",
+                    ) from e
 
     # -- writing ---------------------------------------------------------------------
     def add(
@@ -174,7 +225,8 @@ class MagneticMemory:
         """Store texts (upsert by id) and place each in a concept group.
 
         Args:
-            texts: non-empty strings.
+            texts: non-empty strings (empty ones are accepted when ``vectors`` are given:
+                such a cell is found by its vector and metadata, not by words).
             metadatas: one dict (or None) per text; returned exactly as given.
             ids: one unique id per text; random UUIDs by default. An existing id is updated
                 and moved to the group that fits its new vector.
@@ -189,7 +241,13 @@ class MagneticMemory:
             EmbeddingError: the embedder failed.
         """
         self._check_open()
-        texts, metas, ids = validate_batch(texts, metadatas, ids)
+        texts, metas, ids = validate_batch(
+            texts,
+            metadatas,
+            ids,
+            max_chars=self.config.max_text_chars,
+            allow_empty=vectors is not None,
+        )
         if not texts:
             return []
         if vectors is not None:
@@ -200,6 +258,7 @@ class MagneticMemory:
         entities = [tuple(extract_entities(t)) for t in texts]
         with self._lock.write():
             self._check_open()
+            self._sync()
             self._write(ids, vecs, texts, metas, entities)
         return list(ids)
 
@@ -214,13 +273,24 @@ class MagneticMemory:
         now = _now()
         records = self._catalog.records
         created = [records[c].created_at if c in records else now for c in ids]
+        links = [list(records[c].contradictions) if c in records else [] for c in ids]
+        # A write of more cells than one Chroma batch goes through the journal.
+        txn = self._clock.new_txn() if len(ids) > self._store.batch else None
         try:
-            self._calibration.assign(self._index, ids, vecs, self._store.save_settings)
+            if txn is not None:
+                existing = [c for c in ids if c in records]
+                self._journal.begin_write(txn, existing, *self._writeback.rows_of(existing))
+            self._calibration.assign(self._index, ids, vecs)
             for i, cid in enumerate(ids):
-                self._catalog.put(cid, CellRecord(texts[i], metas[i], entities[i], created[i], now))
-            self._writeback.cells(ids)
-        except PersistenceError:
-            self._load()
+                self._catalog.put(
+                    cid, CellRecord(texts[i], metas[i], entities[i], created[i], now, links[i])
+                )
+            self._writeback.cells(ids, counter=self._clock.tick(), txn=txn)
+            if txn is not None:
+                self._journal.finish()
+            self._calibration.commit(self._store.save_settings)
+        except BaseException:
+            self._after_failure()
             raise
 
     def delete(
@@ -241,6 +311,8 @@ class MagneticMemory:
         check_id_list(ids)
         predicate = compile_filter(filter)
         with self._lock.write():
+            self._check_open()
+            self._sync()
             records = self._catalog.records
             pool = records if ids is None else ids
             targets = list(dict.fromkeys(c for c in pool if c in records))
@@ -248,14 +320,19 @@ class MagneticMemory:
                 targets = [c for c in targets if predicate(records[c].metadata)]
             if not targets:
                 return 0
+            txn = self._clock.new_txn() if len(targets) > self._store.batch else None
             try:
+                if txn is not None:
+                    self._journal.begin_delete(txn, targets)
                 self._store.delete_cells(targets)
                 for cid in targets:
                     self._index.remove(cid)
                     self._catalog.drop(cid)
-                self._writeback.cells()
-            except PersistenceError:
-                self._load()
+                self._writeback.cells(counter=self._clock.tick())
+                if txn is not None:
+                    self._journal.finish()
+            except BaseException:
+                self._after_failure()
                 raise
             return len(targets)
 
@@ -263,10 +340,13 @@ class MagneticMemory:
         """Delete every cell and group of this namespace (the embedder stamp stays)."""
         self._check_open()
         with self._lock.write():
+            self._check_open()
             try:
                 self._store.clear()
-            finally:
-                self._load()
+            except BaseException:
+                self._after_failure()
+                raise
+            self._reload()
 
     def mark_contradiction(self, cell_a: str, cell_b: str, explanation: str) -> None:
         """Record that two cells contradict each other; both are kept and linked."""
@@ -276,6 +356,8 @@ class MagneticMemory:
         if not explanation or not explanation.strip():
             raise InvalidInputError("an explanation is required")
         with self._lock.write():
+            self._check_open()
+            self._sync()
             records = self._catalog.records
             for cid in (cell_a, cell_b):
                 if cid not in records:
@@ -286,9 +368,9 @@ class MagneticMemory:
                 if not any(link["other"] == other for link in links):
                     links.append({"other": other, "explanation": explanation, "at": now})
             try:
-                self._writeback.cells([cell_a, cell_b])
-            except PersistenceError:
-                self._load()
+                self._writeback.cells([cell_a, cell_b], counter=self._clock.tick())
+            except BaseException:
+                self._after_failure()
                 raise
 
     # -- reading ---------------------------------------------------------------------
@@ -457,16 +539,19 @@ class MagneticMemory:
         self._check_open()
         kept: list[str] = []
         with self._lock.write():
+            self._check_open()
+            self._sync()
             groups = self._index.groups
             try:
                 for keep, absorb, _ in plan.pairs:
                     if keep in groups and absorb in groups and keep != absorb:
                         self._index.merge(groups[keep], groups[absorb])
                         kept.append(keep)
-                self._writeback.cells()
-                self._writeback.groups()
-            except PersistenceError:
-                self._load()
+                if kept:
+                    self._writeback.cells(counter=self._clock.tick())
+                    self._writeback.groups()
+            except BaseException:
+                self._after_failure()
                 raise
         return kept
 

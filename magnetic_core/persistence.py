@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,10 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core.codec import metadata_from_json, metadata_to_json
-from magnetic_core.errors import EmbedderMismatchError, InvalidInputError, PersistenceError
+from magnetic_core.codec import decode_record, metadata_to_json
+from magnetic_core.errors import (
+    CorruptRecordError,
+    EmbedderMismatchError,
+    InvalidInputError,
+    PersistenceError,
+)
 
-__all__ = ["ChromaStore", "StoredCell", "open_client"]
+__all__ = ["ChromaStore", "StoredCell", "open_client", "read_stamp"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +39,24 @@ SCHEMA_VERSION = 3
 _READS = (2, 3)
 ROW_KEY = "_mag"
 # Chroma's HNSW is built on every write but never searched by the engine (search runs on
-# the in-memory hierarchy; Chroma is only asked for rows by id or page), so it is built as
-# cheaply as hnswlib allows: 2 links per node (hnswlib raises ef_construction to at least
-# max_neighbors). Against 16 / 4 this cut Chroma's CPU time per persisted cell by 5-9%.
-# Settings apply to collections created from now on; existing ones keep theirs.
-_COLLECTION_CONFIG = {"hnsw": {"space": "cosine", "ef_construction": 2, "max_neighbors": 2}}
+# the in-memory hierarchy; Chroma is only asked for rows by id or page). It was once built
+# with 2 links per node to save 5-9% of Chroma's CPU time per cell, but hnswlib's update
+# path (an upsert of an existing id: updatePoint / repairConnectionsForUpdate) is fragile
+# on such a sparse, many-layered graph, and sustained mixed writes died with SIGSEGV inside
+# Chroma's upsert. Chroma's default graph (16 links, ef_construction 100) is what Chroma
+# itself is tested with; only the space is set. Settings apply to collections created from
+# now on: a store created with 2 links is reported on open (re-ingest it to rebuild).
+_COLLECTION_CONFIG = {"hnsw": {"space": "cosine"}}
+_FRAGILE_LINKS = 4
+# Reserved metadata keys beside ROW_KEY: a writer's change counter row (not a cell) and the
+# transaction that wrote a row (only on writes spanning several batches).
+WRITER_KEY = "_mag_w"
+TXN_KEY = "_mag_t"
+# Marks a journal row in the groups collection (see magnetic_core.journal).
+JOURNAL_KEY = "_mag_j"
+_HINT = (
+    "check the Chroma path or server; the memory reloads what is stored once Chroma answers"
+)
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,48}[A-Za-z0-9]$|^[A-Za-z0-9]$")
 
 
@@ -57,14 +76,33 @@ class StoredCell:
     contradictions: tuple[dict[str, Any], ...]
 
 
-def open_client(path: str) -> Any:
-    """A Chroma PersistentClient at ``path`` (created if missing)."""
+def open_client(path: str | os.PathLike[str]) -> Any:
+    """A Chroma PersistentClient at ``path`` (created if missing).
+
+    The path is made absolute first: chromadb caches its clients by the path string, so
+    ``./store`` opened from two working directories would otherwise reach one store.
+    """
     import chromadb
 
+    path = os.path.abspath(os.path.expanduser(os.fspath(path)))
     try:
         return chromadb.PersistentClient(path=path)
     except Exception as e:
         raise PersistenceError(f"cannot open a Chroma store at {path!r}: {e}") from e
+
+
+def read_stamp(client: Any, namespace: str) -> tuple[str, int] | None:
+    """The embedder name and dimension a namespace was created with; None if it is new."""
+    try:
+        names = {c if isinstance(c, str) else c.name for c in client.list_collections()}
+        if f"mag-{namespace}-cells" not in names:
+            return None
+        meta = client.get_collection(f"mag-{namespace}-cells").metadata or {}
+    except Exception as e:
+        raise PersistenceError(f"cannot read namespace {namespace!r} in Chroma: {e}") from e
+    if "mag_embedder" not in meta:
+        return None
+    return str(meta["mag_embedder"]), int(meta["mag_dim"])
 
 
 class ChromaStore:
@@ -76,27 +114,47 @@ class ChromaStore:
     """
 
     def __init__(self, client: Any, namespace: str) -> None:
-        if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
             raise InvalidInputError(
                 f"invalid namespace {namespace!r}",
                 hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
             )
         self.client = client
         self.namespace = namespace
+        self.cells: Any = None
+        self.groups: Any = None
+        self.log: Any = None
+        self.batch = 1
+
+    def open(self) -> ChromaStore:
+        """Create the namespace's collections if missing and connect to them; returns self."""
         try:
-            self.cells = client.get_or_create_collection(
-                f"mag-{namespace}-cells",
-                embedding_function=None,
-                configuration=_COLLECTION_CONFIG,
+            self.cells, self.groups = (
+                self.client.get_or_create_collection(
+                    name, embedding_function=None, configuration=_COLLECTION_CONFIG
+                )
+                for name in self._names()
             )
-            self.groups = client.get_or_create_collection(
-                f"mag-{namespace}-groups",
-                embedding_function=None,
-                configuration=_COLLECTION_CONFIG,
-            )
-            self._batch = int(client.get_max_batch_size())
+            # The journal's rows live beside the group cache (same dimension), told apart
+            # by JOURNAL_KEY: two collections per namespace, whatever happens.
+            self.log = self.groups
+            self.batch = int(self.client.get_max_batch_size())
+            links = ((self.cells.configuration or {}).get("hnsw") or {}).get("max_neighbors")
         except Exception as e:
-            raise PersistenceError(f"cannot open namespace {namespace!r} in Chroma: {e}") from e
+            raise PersistenceError(
+                f"cannot open namespace {self.namespace!r} in Chroma: {e}", hint=_HINT
+            ) from e
+        if isinstance(links, int) and links < _FRAGILE_LINKS:
+            logger.warning(
+                "namespace %r was created with %d HNSW links per node, which can crash Chroma "
+                "under sustained upserts; export and re-ingest it into a new path to rebuild",
+                self.namespace,
+                links,
+            )
+        return self
+
+    def _names(self) -> tuple[str, str]:
+        return f"mag-{self.namespace}-cells", f"mag-{self.namespace}-groups"
 
     # -- stamp -----------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
@@ -149,7 +207,15 @@ class ChromaStore:
             # Stored vectors are unit already; this only undoes Chroma's rounding, per page.
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
             for i, cid in enumerate(ids):
-                yield _decode_row(cid, vectors[i], got["documents"][i], got["metadatas"][i])
+                meta = got["metadatas"][i]
+                if meta and WRITER_KEY in meta:
+                    continue  # another writer's change counter, not a cell
+                try:
+                    row = _decode_row(cid, vectors[i], got["documents"][i], meta)
+                except CorruptRecordError as e:  # one bad row must not lock the store
+                    logger.warning("skipped a stored cell on load: %s", e)
+                    continue
+                yield row
             offset += len(ids)
 
     def write_cells(
@@ -158,26 +224,66 @@ class ChromaStore:
         vectors: np.ndarray,
         texts: Sequence[str],
         metadatas: Sequence[Mapping[str, Any]],
+        *,
+        counter: tuple[str, int] | None = None,
+        txn: str | None = None,
     ) -> None:
-        """Upsert full cell rows (``metadatas`` are already encoded Chroma dicts)."""
-        for start in range(0, len(ids), self._batch):
-            end = start + self._batch
+        """Upsert full cell rows (``metadatas`` are already encoded Chroma dicts).
+
+        Args:
+            counter: ``(row id, value)`` of this writer's change counter, upserted in the
+                same Chroma call as the last batch, so it moves exactly when the cells land.
+            txn: tag every row with this transaction (a write spanning several batches,
+                rolled back on open unless its journal entry was finished).
+        """
+        metas = [dict(m) for m in metadatas]
+        if txn is not None:
+            for m in metas:
+                m[TXN_KEY] = txn
+        ids, texts = list(ids), list(texts)
+        vectors = np.asarray(vectors, np.float32)
+        if counter is not None:
+            ids.append(counter[0])
+            vectors = np.vstack([vectors, _filler(vectors.shape[1])])
+            texts.append("")
+            metas.append({WRITER_KEY: counter[1]})
+        for start in range(0, len(ids), self.batch):
+            end = start + self.batch
             self._call(
                 "write cells",
                 self.cells.upsert,
-                ids=list(ids[start:end]),
+                ids=ids[start:end],
                 embeddings=vectors[start:end],
-                documents=list(texts[start:end]),
-                metadatas=[dict(m) for m in metadatas[start:end]],
+                documents=texts[start:end],
+                metadatas=metas[start:end],
             )
+
+    def write_counter(self, row_id: str, value: int, dim: int) -> None:
+        """Upsert one writer's change counter alone (after a delete or a regrouping)."""
+        self.write_cells([], np.empty((0, dim), np.float32), [], [], counter=(row_id, value))
+
+    def writer_counters(self) -> dict[str, int]:
+        """Every writer's change counter, by row id."""
+        got = self._call(
+            "read change counters",
+            self.cells.get,
+            where={WRITER_KEY: {"$gte": 0}},
+            include=["metadatas"],
+        )
+        return {i: int(m[WRITER_KEY]) for i, m in zip(got["ids"], got["metadatas"], strict=True)}
+
+    def tagged_cells(self, txn: str) -> list[str]:
+        """Ids of the cells written by transaction ``txn``."""
+        got = self._call("read a transaction", self.cells.get, where={TXN_KEY: txn}, include=[])
+        return list(got["ids"])
 
     def relocate_cells(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Rewrite only the metadata of existing cells (their group changed, not their vector).
 
         Much cheaper than :meth:`write_cells`: Chroma does not touch its vector index.
         """
-        for start in range(0, len(ids), self._batch):
-            end = start + self._batch
+        for start in range(0, len(ids), self.batch):
+            end = start + self.batch
             self._call(
                 "relocate cells",
                 self.cells.update,
@@ -186,17 +292,18 @@ class ChromaStore:
             )
 
     def delete_cells(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), self._batch):
+        """Delete cell rows by id (missing ids are ignored), batch by batch."""
+        for start in range(0, len(ids), self.batch):
             self._call(
-                "delete cells", self.cells.delete, ids=list(ids[start : start + self._batch])
+                "delete cells", self.cells.delete, ids=list(ids[start : start + self.batch])
             )
 
     # -- groups ----------------------------------------------------------------------
     def write_groups(
         self, gids: Sequence[str], centroids: np.ndarray, sizes: Sequence[int]
     ) -> None:
-        for start in range(0, len(gids), self._batch):
-            end = start + self._batch
+        for start in range(0, len(gids), self.batch):
+            end = start + self.batch
             self._call(
                 "write groups",
                 self.groups.upsert,
@@ -206,9 +313,9 @@ class ChromaStore:
             )
 
     def delete_groups(self, gids: Sequence[str]) -> None:
-        for start in range(0, len(gids), self._batch):
+        for start in range(0, len(gids), self.batch):
             self._call(
-                "delete groups", self.groups.delete, ids=list(gids[start : start + self._batch])
+                "delete groups", self.groups.delete, ids=list(gids[start : start + self.batch])
             )
 
     def group_cache(self) -> dict[str, tuple[int, np.ndarray]]:
@@ -217,14 +324,49 @@ class ChromaStore:
         return {
             gid: (int((meta or {}).get("size", -1)), np.asarray(vec, np.float32))
             for gid, meta, vec in zip(got["ids"], got["metadatas"], got["embeddings"], strict=True)
+            if JOURNAL_KEY not in (meta or {})
         }
 
+    # -- the journal (rows in the groups collection) -------------------------------------
+    def log_write(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray | None,
+        metadatas: Sequence[Mapping[str, Any]],
+        documents: Sequence[str] | None = None,
+        *,
+        dim: int,
+    ) -> None:
+        """Upsert journal rows (rows without a vector get a filler one)."""
+        if vectors is None:
+            vectors = np.repeat(_filler(dim), len(ids), axis=0)
+        for start in range(0, len(ids), self.batch):
+            end = start + self.batch
+            self._call(
+                "write the journal",
+                self.log.upsert,
+                ids=list(ids[start:end]),
+                embeddings=vectors[start:end],
+                metadatas=[dict(m) for m in metadatas[start:end]],
+                documents=None if documents is None else list(documents[start:end]),
+            )
+
+    def log_read(self, where: Mapping[str, Any], *, full: bool = False) -> dict[str, Any]:
+        """Journal rows matching ``where`` (with vectors and documents when ``full``)."""
+        include = ["metadatas", "embeddings", "documents"] if full else ["metadatas"]
+        got = self._call("read the journal", self.log.get, where=dict(where), include=include)
+        return dict(got)
+
+    def log_delete(self, where: Mapping[str, Any]) -> None:
+        """Delete the journal rows matching ``where``."""
+        self._call("clean the journal", self.log.delete, where=dict(where))
+
     def clear(self) -> None:
-        """Delete both collections' rows, keeping the stamp."""
+        """Delete every row of the namespace's collections, keeping the stamp."""
         meta = self.settings()
-        for name in (f"mag-{self.namespace}-cells", f"mag-{self.namespace}-groups"):
+        for name in self._names():
             self._call("clear", self.client.delete_collection, name)
-        self.__init__(self.client, self.namespace)  # type: ignore[misc]
+        self.open()
         keep = {k: v for k, v in meta.items() if k in ("mag_embedder", "mag_dim", "mag_schema")}
         if keep:
             self.save_settings(**keep)
@@ -235,8 +377,15 @@ class ChromaStore:
         except Exception as e:
             raise PersistenceError(
                 f"Chroma failed to {what} in namespace {self.namespace!r}: {e}",
-                hint="check the Chroma path or server; the in-memory index was left as stored",
+                hint=_HINT,
             ) from e
+
+
+def _filler(dim: int) -> np.ndarray:
+    """A unit vector for rows that are not cells (Chroma wants an embedding on every row)."""
+    row = np.zeros((1, dim), np.float32)
+    row[0, 0] = 1.0
+    return row
 
 
 def encode_row(
@@ -272,34 +421,18 @@ def encode_row(
 def _decode_row(
     cid: str, vector: np.ndarray, text: str | None, meta: Mapping[str, Any] | None
 ) -> StoredCell:
-    raw = (meta or {}).get(ROW_KEY)
-    if not isinstance(raw, str):
-        raise PersistenceError(
-            f"cell {cid!r} has no {ROW_KEY!r} record: the collection was not written by "
-            "this version of magnetic-storage",
-            hint="re-ingest into a new namespace or path",
-        )
-    record = json.loads(raw)
-    if "group" in record:  # schema 2: long names, every field present
-        record = {
-            "g": record["group"],
-            "s": record["seq"],
-            "c": record["created"],
-            "u": record["updated"],
-            "e": record["entities"],
-            "m": record["meta"],
-            "l": record["links"],
-        }
-    created = float(record["c"])
+    record = decode_record(cid, (meta or {}).get(ROW_KEY))
+    if not np.isfinite(vector).all() or not vector.any():
+        raise CorruptRecordError(f"stored cell {cid!r} has a zero or non-finite vector")
     return StoredCell(
         id=cid,
         vector=vector,
         text=text or "",
-        metadata=metadata_from_json(record.get("m", {})),
-        group_id=str(record["g"]),
-        entities=tuple(record.get("e", ())),
-        created_at=created,
-        updated_at=float(record.get("u", created)),
-        seq=int(record["s"]),
-        contradictions=tuple(record.get("l", ())),
+        metadata=record["m"],
+        group_id=record["g"],
+        entities=record["e"],
+        created_at=record["c"],
+        updated_at=record["u"],
+        seq=record["s"],
+        contradictions=record["l"],
     )

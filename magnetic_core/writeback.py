@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from magnetic_core.catalog import Catalog
+from magnetic_core.errors import PersistenceError
 from magnetic_core.index import HierIndex
 from magnetic_core.persistence import ChromaStore, encode_row
 
 __all__ = ["WriteBack"]
+
+logger = logging.getLogger(__name__)
 
 
 class WriteBack:
@@ -22,10 +27,12 @@ class WriteBack:
     written since its last update that its rows are a small share of the traffic: during a
     bulk load most groups change with every batch, and rewriting each one's centroid per
     batch cost as much as a tenth of the cells' own writes. :meth:`groups` brings it up to
-    date at once (the memory calls it on close). On creation, cached entries that disagree
-    with the cells (a crash, or a process that never closed the memory) are repaired.
+    date at once (the memory calls it on close). Cached entries that disagree with the cells
+    (a crash, or a process that never closed the memory) are repaired by :meth:`repair`;
+    the constructor only compares (it never writes).
 
     Args:
+        stored_groups: the group cache as stored (:meth:`ChromaStore.group_cache`).
         cells_per_group_row: the cache is updated once the cells written whole (new or
             updated) since its last update number at least this many times the group rows
             it needs.
@@ -36,42 +43,64 @@ class WriteBack:
         store: ChromaStore,
         index: HierIndex,
         catalog: Catalog,
+        stored_groups: Mapping[str, tuple[int, np.ndarray]],
         cells_per_group_row: int = 8,
     ) -> None:
         self.store, self.index, self.catalog = store, index, catalog
         self.cells_per_group_row = cells_per_group_row
         self._pending_cells = 0
-        stored = store.group_cache()
         self._versions: dict[str, int] = {
             gid: g.version
             for gid, g in index.groups.items()
-            if gid in stored and _same(stored[gid], g.n, index.centroids[g.slot])
+            if gid in stored_groups and _same(stored_groups[gid], g.n, index.centroids[g.slot])
         }
-        self._versions.update({gid: -1 for gid in stored.keys() - index.groups.keys()})
-        self.groups()
+        self._versions.update({gid: -1 for gid in stored_groups.keys() - index.groups.keys()})
 
-    def cells(self, ids: Iterable[str] = ()) -> None:
-        """Write the given cells whole, then the new group of every cell that moved.
+    def cells(
+        self,
+        ids: Iterable[str] = (),
+        *,
+        counter: tuple[str, int] | None = None,
+        txn: str | None = None,
+    ) -> None:
+        """Write the new group of every cell that moved, then the given cells whole.
 
         Cells that only changed group (splits, merges, regrouping) get a metadata-only
-        update, which does not make Chroma re-index their unchanged vectors.
+        update, which does not make Chroma re-index their unchanged vectors. They are
+        written first, so that the call writing the cells themselves (with this writer's
+        change ``counter``) is the last: a write within one batch lands whole or not at
+        all, and the groups read back from the cells are consistent either way. ``txn``
+        tags the cells of a write spanning several batches (see :mod:`journal`).
+        A failure to update the group cache afterwards is logged, not raised: the cells
+        are stored, and the cache is repaired on the next open.
         """
         live = self.index.loc.keys()
         wanted = set(ids) & live
         moved = (self.index.take_moved() - wanted) & live
-        for chosen, whole in ((wanted, True), (moved, False)):
-            order = sorted(chosen, key=self.index.seq.__getitem__)
-            if not order:
-                continue
-            rows = [self._row(cid) for cid in order]
-            if whole:
-                vectors = self.index.vectors(order)
-                texts = [self.catalog.records[c].text for c in order]
-                self.store.write_cells(order, vectors, texts, rows)
-                self._pending_cells += len(order)
-            else:
-                self.store.relocate_cells(order, rows)
-        self.groups(force=False)
+        if moved:
+            order = sorted(moved, key=self.index.seq.__getitem__)
+            self.store.relocate_cells(order, [self._row(cid) for cid in order])
+        if wanted:
+            order = sorted(wanted, key=self.index.seq.__getitem__)
+            vectors, texts, rows = self.rows_of(order)
+            self.store.write_cells(order, vectors, texts, rows, counter=counter, txn=txn)
+            self._pending_cells += len(order)
+        elif counter is not None:
+            self.store.write_counter(*counter, dim=self.index.dim)
+        try:
+            self.groups(force=False)
+        except PersistenceError as e:
+            logger.warning("the group cache was not updated (repaired on next open): %s", e)
+
+    def rows_of(self, ids: Sequence[str]) -> tuple[np.ndarray, list[str], list[dict[str, Any]]]:
+        """The vectors, texts and encoded rows of cells, as they are in memory."""
+        vectors = self.index.vectors(ids) if ids else np.empty((0, self.index.dim), np.float32)
+        texts = [self.catalog.records[c].text for c in ids]
+        return vectors, texts, [self._row(cid) for cid in ids]
+
+    def repair(self) -> None:
+        """Rewrite the cached rows that disagree with the cells (after a load)."""
+        self.groups()
 
     def groups(self, force: bool = True) -> None:
         """Rewrite the cached centroid and size of every changed group; drop removed ones.
@@ -100,7 +129,7 @@ class WriteBack:
         for g in changed:
             self._versions[g.gid] = g.version
 
-    def _row(self, cid: str) -> dict[str, object]:
+    def _row(self, cid: str) -> dict[str, Any]:
         record = self.catalog.records[cid]
         return encode_row(
             group_id=self.index.loc[cid].gid,

@@ -1,4 +1,4 @@
-"""LangChain integration of MagneticStorage: vector store, retriever, agent tools, sleep chain."""
+"""LangChain integration of MagneticStorage: vector store, retriever, LangGraph store, tools."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from magnetic_langchain.documents import (
 )
 from magnetic_langchain.embeddings import LangChainEmbedder, MagneticEmbeddings
 from magnetic_langchain.retrievers import MagneticRetriever
+from magnetic_langchain.store import MagneticSearchItem, MagneticStore
 from magnetic_langchain.tools import (
     ForgetMemoryTool,
     SearchMemoryTool,
@@ -33,6 +34,8 @@ __all__ = [
     "LangChainEmbedder",
     "MagneticEmbeddings",
     "MagneticRetriever",
+    "MagneticSearchItem",
+    "MagneticStore",
     "MagneticVectorStore",
     "SCORE_KEY",
     "SearchMemoryTool",

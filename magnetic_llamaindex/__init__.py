@@ -1,4 +1,4 @@
-"""LlamaIndex integration of MagneticStorage: a vector store, a group-aware retriever, embeddings.
+"""LlamaIndex integration of MagneticStorage: vector store, group-aware retriever, memory block.
 
 Example:
     .. code-block:: python
@@ -23,6 +23,7 @@ from magnetic_llamaindex.embeddings import (
     PrecomputedEmbedder,
 )
 from magnetic_llamaindex.filters import to_predicate
+from magnetic_llamaindex.memory_block import MagneticMemoryBlock
 from magnetic_llamaindex.retriever import (
     EXPANDED_FROM_KEY,
     GROUP_ID_KEY,
@@ -37,6 +38,7 @@ __all__ = [
     "GROUP_LABEL_KEY",
     "LlamaIndexEmbedder",
     "MagneticEmbedding",
+    "MagneticMemoryBlock",
     "MagneticRetriever",
     "MagneticVectorStore",
     "PrecomputedEmbedder",

@@ -55,7 +55,7 @@ def nodes_to_records(nodes: Sequence[BaseNode], dim: int) -> NodeRecords:
         dim: the store's embedding dimension.
 
     Raises:
-        InvalidInputError: a node without an embedding or without text.
+        InvalidInputError: a node without an embedding.
         MetadataError: node metadata that cannot be stored exactly (a set, NaN, ...).
         DimensionError: a node whose embedding does not have ``dim`` entries.
 
@@ -83,12 +83,9 @@ def nodes_to_records(nodes: Sequence[BaseNode], dim: int) -> NodeRecords:
                 f"store holds {dim}-d vectors",
                 hint="embed every node with the model the store was created with",
             )
-        text = node.get_content(metadata_mode=MetadataMode.NONE)
-        if not text or not text.strip():
-            raise InvalidInputError(
-                f"node {node.node_id!r} has no text; MagneticVectorStore stores node text",
-                hint="drop empty nodes before indexing them",
-            )
+        # A node without text (an image node, a node carrying only an embedding) is stored
+        # by its vector and metadata; it gets no lexical entry.
+        text = node.get_content(metadata_mode=MetadataMode.NONE) or ""
         records.ids.append(node.node_id)
         records.texts.append(text)
         records.metadatas.append(_cell_metadata(node, len(records.metadatas)))

@@ -31,7 +31,8 @@ class QueryPlan:
     """One validated query.
 
     Attributes:
-        vector: the unit query vector.
+        vector: the unit query vector; None for a filter-only query (no embedding and no
+            text: the first ``k`` matching nodes, oldest first, as Chroma answers it).
         k: how many results to return.
         predicate: the metadata test every result passes (filters, ``where``, ``doc_ids``).
         node_ids: restrict the search to these nodes (exact scoring), or None for all.
@@ -41,7 +42,7 @@ class QueryPlan:
         n_probe: groups the engine probes (None for its default).
     """
 
-    vector: np.ndarray
+    vector: np.ndarray | None
     k: int
     predicate: Predicate | None
     node_ids: list[str] | None
@@ -90,8 +91,15 @@ def plan_query(
     if n_probe is not None:
         check_count("n_probe", n_probe, 1)
     mmr = query.mode == VectorStoreQueryMode.MMR
+    vector = _query_vector(query, dim, embed_query)
+    if vector is None and mmr:
+        raise InvalidInputError(
+            "an MMR query needs query_embedding or query_str",
+            hint="MMR trades relevance to a query against diversity; without a query, "
+            "use the default mode with filters",
+        )
     return QueryPlan(
-        vector=_query_vector(query, dim, embed_query),
+        vector=vector,
         k=k,
         predicate=_predicate(query, kwargs.get("where")),
         node_ids=id_list(query.node_ids) or None,
@@ -134,14 +142,11 @@ def _predicate(query: VectorStoreQuery, where: Any) -> Predicate | None:
 
 def _query_vector(
     query: VectorStoreQuery, dim: int, embed_query: Callable[[str], np.ndarray]
-) -> np.ndarray:
+) -> np.ndarray | None:
     if query.query_embedding is None:
         if query.query_str:
             return embed_query(query.query_str)
-        raise InvalidInputError(
-            "the query has neither query_embedding nor query_str",
-            hint="pass query_embedding=embed_model.get_query_embedding(text)",
-        )
+        return None  # a filter-only query
     try:
         vec = np.asarray(query.query_embedding, dtype=np.float32)
     except (TypeError, ValueError) as e:

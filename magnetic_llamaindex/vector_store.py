@@ -19,6 +19,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from magnetic_core.config import MemoryConfig
+from magnetic_core.deferred import DeferredMemory
 from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
@@ -61,7 +62,9 @@ class MagneticVectorStore(BasePydanticVectorStore):
         client: any chromadb client instead of ``path`` (persistent, HTTP, ephemeral).
         namespace: the memory inside the store (default ``"default"``).
         dim: embedding size of your LlamaIndex embed model, when the store only ever gets
-            vectors from LlamaIndex (it then cannot embed text itself).
+            vectors from LlamaIndex (it then cannot embed text itself). Optional: without
+            ``dim`` and ``embed_model`` the store learns the size from the first nodes
+            added (or from the stored namespace), as ``ChromaVectorStore`` does.
         embedder_name: with ``dim``, the model name stamped on the store; pass
             ``embed_model.model_name`` so that reopening with another model is refused.
         embed_model: instead of ``dim``: the LlamaIndex embed model. The store then also
@@ -129,7 +132,8 @@ class MagneticVectorStore(BasePydanticVectorStore):
     flat_metadata: bool = False
     namespace: str = "default"
 
-    _memory: MagneticMemory = PrivateAttr()
+    _memory: MagneticMemory | None = PrivateAttr(default=None)
+    _deferred: DeferredMemory | None = PrivateAttr(default=None)
     _owns_memory: bool = PrivateAttr(default=False)
 
     def __init__(
@@ -154,9 +158,26 @@ class MagneticVectorStore(BasePydanticVectorStore):
             "embed_model": embed_model,
             "config": config,
         }
+        deferred = None
+        mem: MagneticMemory | None
         if memory is not None:
             _refuse_with_memory(memory, settings)
             mem, owns = memory, False
+        elif dim is None and embed_model is None:
+            if path is not None and client is not None:
+                raise InvalidInputError(
+                    "the store was given both path and client", hint="pass only one of them"
+                )
+            deferred = DeferredMemory(
+                path=os.fspath(path) if path is not None else DEFAULT_PATH,
+                client=client,
+                namespace=namespace or "default",
+                config=config,
+                make_embedder=lambda d, name: PrecomputedEmbedder(
+                    d, name or embedder_name or PRECOMPUTED_NAME
+                ),
+            )
+            mem, owns = None, True
         else:
             if path is not None and client is not None:
                 raise InvalidInputError(
@@ -171,12 +192,14 @@ class MagneticVectorStore(BasePydanticVectorStore):
             )
             owns = True
         try:
-            super().__init__(namespace=mem.namespace, **kwargs)  # type: ignore[call-arg]
+            ns = mem.namespace if mem is not None else namespace or "default"
+            super().__init__(namespace=ns, **kwargs)  # type: ignore[call-arg]
         except BaseException:
             if owns:
-                mem.close()
+                (mem if mem is not None else deferred).close()  # type: ignore[union-attr]
             raise
         self._memory = mem
+        self._deferred = deferred
         self._owns_memory = owns
 
     @classmethod
@@ -186,16 +209,37 @@ class MagneticVectorStore(BasePydanticVectorStore):
     @property
     def client(self) -> Any:
         """The chromadb client underneath."""
-        return self._memory.client
+        if self._deferred is not None:
+            return self._deferred.client
+        return self._open().client  # type: ignore[union-attr]
 
     @property
     def memory(self) -> MagneticMemory:
-        """The MagneticMemory this store reads and writes."""
+        """The MagneticMemory this store reads and writes.
+
+        Raises:
+            InvalidInputError: the store learns its dimension from the first nodes, and
+                none were added yet.
+        """
+        mem = self._open()
+        if mem is None:
+            raise InvalidInputError(
+                "the store has no memory yet: it learns its dimension from the first nodes",
+                hint="add nodes first, or build the store with dim= or embed_model=",
+            )
+        return mem
+
+    def _open(self) -> MagneticMemory | None:
+        """The memory, or None while a store built without a dimension is still empty."""
+        if self._memory is None and self._deferred is not None:
+            self._memory = self._deferred.existing()
         return self._memory
 
     def close(self) -> None:
         """Close the memory if this store opened it (a memory passed in stays open)."""
-        if self._owns_memory:
+        if self._deferred is not None:
+            self._deferred.close()
+        elif self._owns_memory and self._memory is not None:
             self._memory.close()
 
     def __enter__(self) -> MagneticVectorStore:
@@ -216,15 +260,23 @@ class MagneticVectorStore(BasePydanticVectorStore):
         _no_extra_kwargs("add", add_kwargs)
         if not nodes:
             return []
-        rec = nodes_to_records(nodes, self._memory.dim)
-        return self._memory.add(rec.texts, rec.metadatas, rec.ids, vectors=rec.vectors)
+        mem = self._open()
+        if mem is None:
+            first = nodes[0].embedding if isinstance(nodes[0], BaseNode) else None
+            dim = len(first) if first else 0
+            rec = nodes_to_records(nodes, dim)  # checks every node before the memory opens
+            mem = self._memory = self._deferred.ensure(dim)  # type: ignore[union-attr]
+        else:
+            rec = nodes_to_records(nodes, mem.dim)
+        return mem.add(rec.texts, rec.metadatas, rec.ids, vectors=rec.vectors)
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the source document ``ref_doc_id``."""
         _no_extra_kwargs("delete", delete_kwargs)
         if not isinstance(ref_doc_id, str) or not ref_doc_id:
             raise InvalidInputError(f"ref_doc_id must be a non-empty string, got {ref_doc_id!r}")
-        removed = self._memory.delete(filter={REF_DOC_ID: ref_doc_id})
+        mem = self._open()
+        removed = mem.delete(filter={REF_DOC_ID: ref_doc_id}) if mem is not None else 0
         logger.debug("deleted %d nodes of document %r", removed, ref_doc_id)
 
     def delete_nodes(
@@ -245,13 +297,16 @@ class MagneticVectorStore(BasePydanticVectorStore):
                 "delete_nodes() needs node_ids or filters", hint="use clear() to delete all"
             )
         ids = id_list(node_ids)
-        if ids == []:
-            return  # an empty list names no node
-        self._memory.delete(ids=ids, filter=predicate)
+        mem = self._open()
+        if ids == [] or mem is None:
+            return  # an empty list names no node; an empty store holds none
+        mem.delete(ids=ids, filter=predicate)
 
     def clear(self) -> None:
         """Delete every node of this store's namespace."""
-        self._memory.clear()
+        mem = self._open()
+        if mem is not None:
+            mem.clear()
 
     # -- reading ---------------------------------------------------------------------
     def get_nodes(
@@ -261,7 +316,11 @@ class MagneticVectorStore(BasePydanticVectorStore):
 
         With neither, every node is returned, oldest first.
         """
-        cells = self._memory.get(ids=id_list(node_ids), filter=to_predicate(filters))
+        mem = self._open()
+        predicate = to_predicate(filters)
+        if mem is None:
+            return []
+        cells = mem.get(ids=id_list(node_ids), filter=predicate)
         return [cell_to_node(c) for c in cells]
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
@@ -278,21 +337,29 @@ class MagneticVectorStore(BasePydanticVectorStore):
                 ``mmr_prefetch_factor`` (candidates considered; default 4 x top k).
 
         Returns:
-            Nodes, cosine similarities and ids, best first.
+            Nodes, cosine similarities and ids, best first. A query with neither
+            ``query_embedding`` nor ``query_str`` is filter-only: the first
+            ``similarity_top_k`` matching nodes, oldest first, with no similarities (as
+            ``ChromaVectorStore`` answers it).
 
         Raises:
             InvalidInputError: an unsupported mode, an unsupported filter operator, a
                 filter given two ways, or an unknown keyword argument.
         """
+        mem = self._open()
+        if mem is None:
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         plan = plan_query(
-            query,
-            kwargs,
-            dim=self._memory.dim,
-            embed_query=lambda text: embed_query_text(self._memory, text),
+            query, kwargs, dim=mem.dim, embed_query=lambda text: embed_query_text(mem, text)
         )
+        if plan.vector is None:
+            cells = mem.get(ids=plan.node_ids, filter=plan.predicate, limit=plan.k)
+            return VectorStoreQueryResult(
+                nodes=[cell_to_node(c) for c in cells], ids=[c.id for c in cells]
+            )
         cells, scores = self._candidates(plan, plan.fetch_k if plan.mmr else plan.k)
         if plan.mmr and cells:
-            vectors = self._memory.get_vectors([c.id for c in cells])
+            vectors = mem.get_vectors([c.id for c in cells])
             order = maximal_marginal_relevance(plan.vector, vectors, plan.k, plan.mmr_threshold)
             cells, scores = [cells[i] for i in order], [scores[i] for i in order]
         return VectorStoreQueryResult(
@@ -303,14 +370,15 @@ class MagneticVectorStore(BasePydanticVectorStore):
 
     def _candidates(self, plan: QueryPlan, k: int) -> tuple[list[Cell], list[float]]:
         """The best ``k`` cells for the plan (exact scores over ``node_ids`` if given)."""
-        mem = self._memory
+        mem = self.memory
+        vector = plan.vector
         if plan.node_ids is None:
-            hits = mem.search(vector=plan.vector, k=k, filter=plan.predicate, n_probe=plan.n_probe)
+            hits = mem.search(vector=vector, k=k, filter=plan.predicate, n_probe=plan.n_probe)
             return [h.cell for h in hits], [h.score for h in hits]
         cells = mem.get(ids=plan.node_ids, filter=plan.predicate)
         if not cells or k == 0:
             return [], []
-        scores = mem.get_vectors([c.id for c in cells]) @ plan.vector
+        scores = mem.get_vectors([c.id for c in cells]) @ vector
         order = top_k(scores, k)
         return [cells[i] for i in order], [float(scores[i]) for i in order]
 

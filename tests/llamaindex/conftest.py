@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import chromadb
 import numpy as np
 import pytest
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
@@ -56,8 +55,9 @@ def node(
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[Any]:
-    c = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+def client(tmp_path: Path, chroma_backend: Any) -> Iterator[Any]:
+    """An embedded client, or on the server run a client of the real Chroma server."""
+    c = chroma_backend.client(tmp_path / "chroma")
     yield c
     c.close()
 

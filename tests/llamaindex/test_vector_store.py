@@ -280,7 +280,7 @@ async def test_bad_mmr_settings_are_refused(store, call, query_kwargs, store_kwa
         (lambda: q([0.0] * DIM), {}, InvalidInputError, "all zeros"),
         (lambda: q(vec(1), k=-1), {}, InvalidInputError, "similarity_top_k must be an integer"),
         (lambda: q(vec(1)), {"n_probe": 0}, InvalidInputError, "n_probe must be an integer >= 1"),
-        (lambda: VectorStoreQuery(), {}, InvalidInputError, "neither query_embedding"),
+        (lambda: VectorStoreQuery(mode="mmr"), {}, InvalidInputError, "MMR query needs"),
         (lambda: q(vec(1), node_ids="a"), {}, InvalidInputError, "list of strings"),
         (lambda: q(vec(1)), {"where": {"n": {"$like": 1}}}, FilterError, "\\$like"),
     ],
@@ -298,8 +298,6 @@ async def test_bad_nodes_are_refused_and_nothing_is_stored(store, call, three):
     no_embedding.embedding = None
     with pytest.raises(InvalidInputError, match="node 'x' has no embedding"):
         await call(store, "add", [*three, no_embedding])
-    with pytest.raises(InvalidInputError, match="node 'y' has no text"):
-        await call(store, "add", [*three, node("y", "  ", vec(1))])
     with pytest.raises(DimensionError, match="node .z. has a 3-d embedding.*8-d"):
         await call(store, "add", [*three, node("z", "short", [1.0, 0.0, 0.0])])
     with pytest.raises(InvalidInputError, match="node 'w': .*reserved prefix"):

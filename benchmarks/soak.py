@@ -1,0 +1,249 @@
+"""Soak: a long stream of mixed operations on one persisted store; RSS and search p50 over time.
+
+The stream mixes adds, upserts of existing ids, deletes, searches and merge passes on a store
+prefilled with a few thousand cells (hashing embedder, so no model is needed). The operations
+run in a child process that reports a checkpoint every ``--every`` operations; the parent
+records each one and the child's exit status, so a native crash (e.g. SIGSEGV inside Chroma)
+shows in the result file as the signal and the last operation reached instead of losing it.
+
+Writes ``soak.json`` and ``soak.md`` to ``--out`` (default ``benchmarks/results``)::
+
+    nice python -m benchmarks.soak                 # 100K operations (tens of minutes)
+    python -m benchmarks.soak --smoke --out /tmp/s # a few hundred, for CI
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import RESULTS, markdown_table, percentiles_ms, rss_mb, write_results
+
+# Operation mix (shares of the stream); merges are rare and heavy, as a sleep pass is.
+MIX = {"add": 0.4, "upsert": 0.24, "delete": 0.17, "search": 0.17, "merge": 0.02}
+TOPICS = [
+    "cell biology mitochondria membrane protein enzyme",
+    "stock market shares trading earnings dividend",
+    "football league match goal striker season",
+    "python code function module import error",
+    "weather storm rain forecast wind temperature",
+    "cooking recipe oven flour butter sugar",
+    "space rocket orbit launch satellite moon",
+    "music guitar concert album band song",
+    "travel flight hotel airport passport luggage",
+    "law court judge appeal contract evidence",
+]
+
+
+def _text(rng: random.Random, i: int) -> str:
+    topic = rng.randrange(len(TOPICS))
+    words = TOPICS[topic].split()
+    picked = rng.sample(words, 3) + [f"{words[0]}{rng.randint(0, 60)}" for _ in range(4)]
+    return " ".join(picked) + f" note {i} ref{rng.randint(0, 999)}"
+
+
+def _worker(args: argparse.Namespace) -> None:
+    """Run the stream; one JSON line per checkpoint on stdout."""
+    from magnetic_core import HashingEmbedder, MagneticMemory, persistence
+
+    if args.hnsw_links:
+        # the experiment behind the HNSW settings: collections built with this many links
+        links = args.hnsw_links
+        persistence._COLLECTION_CONFIG = {
+            "hnsw": {"space": "cosine", "ef_construction": links, "max_neighbors": links}
+        }
+    rng = random.Random(args.seed)
+    mem = MagneticMemory(path=args.path, embedder=HashingEmbedder())
+    live: list[str] = []
+    where: dict[str, int] = {}
+
+    def remember(new: list[str]) -> None:
+        for cid in new:
+            if cid not in where:
+                where[cid] = len(live)
+                live.append(cid)
+
+    def forget(cid: str) -> None:
+        row = where.pop(cid)
+        last = live.pop()
+        if last != cid:
+            live[row] = last
+            where[last] = row
+
+    serial = 0
+    for start in range(0, args.prefill, 500):
+        n = min(500, args.prefill - start)
+        ids = [f"p{start + j}" for j in range(n)]
+        mem.add([_text(rng, start + j) for j in range(n)], ids=ids)
+        remember(ids)
+    kinds, weights = zip(*MIX.items())
+    counts = dict.fromkeys(kinds, 0)
+    latencies: list[float] = []
+    deleted = 0
+    began = time.perf_counter()
+    for op in range(1, args.ops + 1):
+        kind = rng.choices(kinds, weights)[0]
+        counts[kind] += 1
+        if kind == "add":
+            n = rng.randint(1, 8)
+            ids = [f"n{serial + j}" for j in range(n)]
+            serial += n
+            mem.add([_text(rng, serial + j) for j in range(n)], ids=ids)
+            remember(ids)
+        elif kind == "upsert" and live:
+            ids = list({rng.choice(live) for _ in range(rng.randint(1, 4))})
+            mem.add([_text(rng, serial + j) for j in range(len(ids))], ids=ids)
+        elif kind == "delete" and len(live) > 100:
+            # sized so that the store stays near its prefilled size (a steady state)
+            n = rng.randint(1, 4) + max(0, len(live) - args.prefill) // 20
+            ids = list({rng.choice(live) for _ in range(n)})
+            deleted += mem.delete(ids=ids)
+            for cid in ids:
+                forget(cid)
+        elif kind == "search":
+            t0 = time.perf_counter()
+            mem.search(_text(rng, op), k=10)
+            latencies.append(time.perf_counter() - t0)
+        elif kind == "merge":
+            mem.apply_merges(mem.plan_merges())
+        if op % args.every == 0 or op == args.ops:
+            if mem.count() != len(live):
+                raise SystemExit(f"count {mem.count()} != {len(live)} expected at op {op}")
+            point = {
+                "ops": op,
+                "seconds": round(time.perf_counter() - began, 2),
+                "cells": mem.count(),
+                "groups": len(mem.groups()),
+                "rss_mb": round(rss_mb(), 1),
+                "search": percentiles_ms(latencies or [0.0]),
+                "deleted": deleted,
+                "counts": dict(counts),
+            }
+            latencies.clear()
+            print(json.dumps(point), flush=True)
+    mem.close()
+    with MagneticMemory(path=args.path, embedder=HashingEmbedder()) as again:
+        print(json.dumps({"reopened_count": again.count(), "expected": len(live)}), flush=True)
+
+
+def _run_child(
+    args: argparse.Namespace, path: str, on_point: Any
+) -> tuple[list[dict[str, Any]], int, str]:
+    cmd = [sys.executable, "-m", "benchmarks.soak", "--worker", "--path", path]
+    cmd += ["--ops", str(args.ops), "--prefill", str(args.prefill)]
+    cmd += ["--every", str(args.every), "--seed", str(args.seed)]
+    cmd += ["--hnsw-links", str(args.hnsw_links)]
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    points: list[dict[str, Any]] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("{"):
+            points.append(json.loads(line))
+            print(line.strip(), file=sys.stderr, flush=True)
+            on_point(points, None)
+    err = proc.stderr.read() if proc.stderr else ""
+    return points, proc.wait(), err[-4000:]
+
+
+def _status(code: int | None) -> str:
+    if code is None:
+        return "running (partial result)"
+    if code == 0:
+        return "ok"
+    return f"killed by {signal.Signals(-code).name}" if code < 0 else f"failed (exit {code})"
+
+
+def _summary(
+    points: list[dict[str, Any]], code: int | None, args: argparse.Namespace
+) -> dict[str, Any]:
+    steps = [p for p in points if "ops" in p]
+    reopened = next((p for p in points if "reopened_count" in p), None)
+    status = _status(code)
+    rss = [p["rss_mb"] for p in steps]
+    p50 = [p["search"]["p50_ms"] for p in steps]
+    half = len(steps) // 2
+
+    def ratio(values: list[float]) -> float | None:
+        # flatness: the second half's mean over the first half's (1.0 = flat)
+        if not half:
+            return None
+        first, second = values[:half], values[half:]
+        return round((sum(second) / len(second)) / max(sum(first) / len(first), 1e-9), 3)
+
+    return {
+        "status": status,
+        "exit_code": code,
+        "ops_done": steps[-1]["ops"] if steps else 0,
+        "ops_planned": args.ops,
+        "prefill": args.prefill,
+        "mix": MIX,
+        "hnsw_links": args.hnsw_links or "chroma default (16)",
+        "reopened": reopened,
+        "rss_growth_second_half": ratio(rss),
+        "p50_second_half_over_first": ratio(p50),
+        "checkpoints": steps,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=100_000)
+    parser.add_argument("--prefill", type=int, default=4500)
+    parser.add_argument("--every", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="a few hundred operations")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--path", help="store directory (default: a temporary one)")
+    parser.add_argument(
+        "--hnsw-links",
+        type=int,
+        default=0,
+        help="build Chroma's HNSW with this many links per node (default: Chroma's own; "
+        "2 is what the store used before, which crashed)",
+    )
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        _worker(args)
+        return 0
+    if args.smoke:
+        args.ops, args.prefill, args.every = 600, 300, 200
+    def report(points: list[dict[str, Any]], code: int | None, err: str = "") -> None:
+        # written at every checkpoint, so a run cut short still leaves its curve
+        result = _summary(points, code, args)
+        if code:
+            result["stderr_tail"] = err
+        rows = [
+            [p["ops"], p["cells"], p["groups"], p["rss_mb"], p["search"]["p50_ms"], p["seconds"]]
+            for p in result["checkpoints"]
+        ]
+        table = markdown_table(["ops", "cells", "groups", "RSS MiB", "search p50 ms", "s"], rows)
+        verdict = (
+            f"Status: **{result['status']}** after {result['ops_done']} of {args.ops} "
+            f"operations (prefill {args.prefill}; mix {MIX}). Reopened: {result['reopened']}. "
+            f"RSS second half / first half: {result['rss_growth_second_half']}; search p50 "
+            f"second half / first half: {result['p50_second_half_over_first']}.\n\n"
+        )
+        title = "Soak: mixed operations over time"
+        write_results(args.out, "soak", result, verdict + table, title)
+
+    with tempfile.TemporaryDirectory(prefix="magnetic-soak-") as tmp:
+        points, code, err = _run_child(args, args.path or tmp, report)
+    report(points, code, err)
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""A memory opened once its embedding dimension is known, for stores fed vectors only.
+
+Chroma users build a store from a path and hand it vectors; the model runs elsewhere (the
+LlamaIndex index, a LangChain pipeline). Such a store cannot know its dimension until the
+first vectors arrive, unless the namespace already exists and says so in its stamp. Both
+adapters open their memory through :class:`DeferredMemory`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from magnetic_core.config import MemoryConfig
+from magnetic_core.embeddings import Embedder
+from magnetic_core.errors import EmbeddingError
+from magnetic_core.memory import MagneticMemory
+from magnetic_core.persistence import open_client, read_stamp
+
+__all__ = ["PRECOMPUTED", "DeferredMemory", "VectorsOnly"]
+
+PRECOMPUTED = "precomputed"
+
+
+class VectorsOnly:
+    """The embedder stamp of a store whose vectors all come from outside; refuses to embed.
+
+    Args:
+        dim: the vectors' dimension.
+        name: the model name to stamp (the stored name when the namespace exists).
+    """
+
+    def __init__(self, dim: int, name: str = PRECOMPUTED) -> None:
+        self._dim = dim
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _refuse(self) -> EmbeddingError:
+        return EmbeddingError(
+            f"this store has no embedding model (its {self._dim}-d vectors are given with "
+            "the data), so it cannot embed text",
+            hint="search by vector, or build the store with an embedding model",
+        )
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        raise self._refuse()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise self._refuse()
+
+
+class DeferredMemory:
+    """Opens a :class:`MagneticMemory` when its dimension is known.
+
+    Args:
+        path: directory of the embedded Chroma store (ignored when ``client`` is given).
+        client: any chromadb client; not closed by :meth:`close`.
+        namespace: the namespace.
+        config: engine settings.
+        make_embedder: builds the stand-in embedder from ``(dim, stored_name or None)``.
+
+    Example:
+        >>> import tempfile
+        >>> deferred = DeferredMemory(path=tempfile.mkdtemp())
+        >>> deferred.existing() is None
+        True
+        >>> deferred.ensure(3).dim
+        3
+        >>> deferred.close()
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str = "./magnetic_memory",
+        client: Any = None,
+        namespace: str = "default",
+        config: MemoryConfig | None = None,
+        make_embedder: Callable[[int, str | None], Embedder] | None = None,
+    ) -> None:
+        self._owns_client = client is None
+        self.client = client if client is not None else open_client(path)
+        self.namespace = namespace
+        self._config = config
+        self._make = make_embedder or (lambda dim, name: VectorsOnly(dim, name or PRECOMPUTED))
+        self._memory: MagneticMemory | None = None
+
+    def existing(self) -> MagneticMemory | None:
+        """The memory, opened from the stored stamp if the namespace exists; else None."""
+        if self._memory is None:
+            stamp = read_stamp(self.client, self.namespace)
+            if stamp is not None:
+                self._open(stamp[1], stamp[0])
+        return self._memory
+
+    def ensure(self, dim: int) -> MagneticMemory:
+        """The memory, opened for ``dim``-d vectors if it was not open (or stored) yet."""
+        memory = self.existing()
+        return memory if memory is not None else self._open(dim, None)
+
+    def _open(self, dim: int, name: str | None) -> MagneticMemory:
+        self._memory = MagneticMemory(
+            client=self.client,
+            namespace=self.namespace,
+            embedder=self._make(dim, name),
+            config=self._config,
+        )
+        return self._memory
+
+    def close(self) -> None:
+        """Close the memory, and the client if this object opened it."""
+        if self._memory is not None:
+            self._memory.close()
+        if self._owns_client and hasattr(self.client, "close"):
+            self.client.close()

@@ -1,0 +1,56 @@
+"""The in-memory state of one namespace, built from the cells collection in one piece.
+
+A memory swaps a whole new :class:`MemoryState` in at once (on open, after a failed write,
+when another writer changed the store), so nothing half-built is ever visible: if reading
+the store fails midway, the state in use is untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from magnetic_core.calibration import Calibration
+from magnetic_core.catalog import Catalog, CellRecord
+from magnetic_core.config import MemoryConfig
+from magnetic_core.index import HierIndex
+from magnetic_core.persistence import ChromaStore
+from magnetic_core.writeback import WriteBack
+
+__all__ = ["MemoryState", "load_state"]
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """The hierarchy, the cell records, the threshold and the writer of one namespace."""
+
+    index: HierIndex
+    catalog: Catalog
+    calibration: Calibration
+    writeback: WriteBack
+
+
+def load_state(store: ChromaStore, dim: int, config: MemoryConfig) -> MemoryState:
+    """Read every stored cell into a new state (writes nothing).
+
+    Raises:
+        PersistenceError: Chroma could not be read; nothing was changed.
+    """
+    index = HierIndex(dim, config.max_group_size)
+    catalog = Catalog()
+    for row in store.load():
+        index.place(row.id, row.vector, row.group_id, row.seq)
+        catalog.put(
+            row.id,
+            CellRecord(
+                text=row.text,
+                metadata=row.metadata,
+                entities=row.entities,
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+                contradictions=list(row.contradictions),
+            ),
+        )
+    index.finish_placing()
+    calibration = Calibration(config, store.settings())
+    writeback = WriteBack(store, index, catalog, store.group_cache())
+    return MemoryState(index, catalog, calibration, writeback)
