@@ -214,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_sleep_arguments(sleep)
     sleep.set_defaults(func=cmd_sleep)
+
+    from magnetic_langchain.agent.commands import register as register_agent
+
+    register_agent(sub, [common])
     return parser
 
 

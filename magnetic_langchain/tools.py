@@ -1,22 +1,32 @@
-"""Agent memory tools: search, store and forget memories in a MagneticVectorStore."""
+"""Agent memory tools: search, store, forget and browse memories in a MagneticVectorStore.
+
+Every tool answers in text a small model can read: results name each memory's id, concept
+group and links to contradicting or superseding memories, and bad arguments come back as a
+message saying which argument was wrong and what is expected, so the model can call again.
+"""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Literal
 
 from langchain_core.documents import Document
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
-from magnetic_core import Hit, MagneticError
+from magnetic_core import Cell, Hit, MagneticError
 from magnetic_core.supersession import describe_links
-from magnetic_langchain.documents import hit_to_document
+from magnetic_langchain.agent._compat import current_search
+from magnetic_langchain.documents import cell_to_document, hit_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
 __all__ = [
     "ForgetMemoryInput",
     "ForgetMemoryTool",
+    "ListMemoryGroupInput",
+    "ListMemoryGroupTool",
     "SearchMemoryInput",
     "SearchMemoryTool",
     "StoreMemoryInput",
@@ -32,6 +42,8 @@ MetadataValue = str | int | float | bool
 class SearchMemoryInput(BaseModel):
     """Arguments of ``search_memory``."""
 
+    model_config = ConfigDict(extra="forbid")
+
     query: str = Field(
         min_length=1,
         description="What to look for, in natural language, e.g. 'the user's dog's name'.",
@@ -41,6 +53,8 @@ class SearchMemoryInput(BaseModel):
 
 class StoreMemoryInput(BaseModel):
     """Arguments of ``store_memory``."""
+
+    model_config = ConfigDict(extra="forbid")
 
     text: str = Field(
         min_length=1,
@@ -56,6 +70,8 @@ class StoreMemoryInput(BaseModel):
 class ForgetMemoryInput(BaseModel):
     """Arguments of ``forget_memory``."""
 
+    model_config = ConfigDict(extra="forbid")
+
     ids: list[str] = Field(
         min_length=1,
         description="Ids of the memories to delete, exactly as shown by search_memory "
@@ -63,12 +79,39 @@ class ForgetMemoryInput(BaseModel):
     )
 
 
+class ListMemoryGroupInput(BaseModel):
+    """Arguments of ``list_memory_group``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: str | None = Field(
+        default=None,
+        description="Id of a concept group, as shown by search_memory after 'group='. "
+        "Leave it out to list the groups themselves.",
+    )
+    limit: int = Field(default=10, ge=1, le=50, description="At most this many rows (1-50).")
+
+
 def _explain_invalid_arguments(error: Any) -> str:
-    """Tell the model which argument was wrong and why, so it can retry."""
+    """Tell the model which argument was wrong and what is expected, so it can retry."""
     problems = "; ".join(
         f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()
     )
-    return f"Invalid arguments ({problems}). Fix them and call the tool again."
+    expected = ""
+    schema = getattr(error, "title", None)
+    model = _SCHEMAS.get(schema or "")
+    if model is not None:
+        expected = " Expected arguments: " + ", ".join(
+            f"{name} ({'required' if field.is_required() else 'optional'})"
+            for name, field in model.model_fields.items()
+        ) + "."
+    return f"Invalid arguments ({problems}).{expected} Fix them and call the tool again."
+
+
+_SCHEMAS: dict[str, type[BaseModel]] = {
+    m.__name__: m
+    for m in (SearchMemoryInput, StoreMemoryInput, ForgetMemoryInput, ListMemoryGroupInput)
+}
 
 
 class _MemoryTool(BaseTool):
@@ -81,21 +124,30 @@ class _MemoryTool(BaseTool):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
 
+def _links(cell: Cell) -> str:
+    """Contradiction and supersession links of a cell, for the model to weigh."""
+    links = describe_links(cell, width=120)
+    return f" | ({links})" if links else ""
+
+
 def _format_hits(hits: list[Hit]) -> str:
     if not hits:
         return "No memories found."
     lines = [f"Found {len(hits)} memories (best first):"]
     for hit in hits:
-        links = describe_links(hit.cell, width=120)
         lines.append(
-            f"- id={hit.id} | concept: {hit.group_label or 'unlabelled'} | "
-            f"similarity {hit.score:.2f} | {hit.text}" + (f" | NOTE: {links}" if links else "")
+            f"- id={hit.id} | concept: {hit.group_label or 'unlabelled'} (group={hit.group_id}) "
+            f"| similarity {hit.score:.2f} | {hit.text}{_links(hit.cell)}"
         )
     return "\n".join(lines)
 
 
 class SearchMemoryTool(_MemoryTool):
-    """Search long-term memory; returns text for the model and Documents as the artifact."""
+    """Search long-term memory; returns text for the model and Documents as the artifact.
+
+    Superseded memories are left out (their successors are found instead); contradiction
+    links recorded by sleep mode are shown beside the memories that carry them.
+    """
 
     name: str = "search_memory"
     description: str = (
@@ -109,21 +161,23 @@ class SearchMemoryTool(_MemoryTool):
 
     def _run(self, query: str, k: int = 4, **_: Any) -> tuple[str, list[Document]]:
         try:
-            hits = self.store.search_hits(query, k=k)
+            hits = current_search(self.store.memory, query, k)
         except MagneticError as e:
             raise ToolException(str(e)) from e
         return _format_hits(hits), [hit_to_document(h, with_group=True) for h in hits]
 
     async def _arun(self, query: str, k: int = 4, **_: Any) -> tuple[str, list[Document]]:
-        try:
-            hits = await self.store.asearch_hits(query, k=k)
-        except MagneticError as e:
-            raise ToolException(str(e)) from e
-        return _format_hits(hits), [hit_to_document(h, with_group=True) for h in hits]
+        return await run_in_executor(None, self._run, query, k)
 
 
 class StoreMemoryTool(_MemoryTool):
-    """Store one fact in long-term memory."""
+    """Store one fact in long-term memory.
+
+    Attributes:
+        default_metadata: labels written on every memory this tool stores (e.g. the
+            source and session id); the model's own metadata cannot override them.
+        timestamp_key: when set, the UNIX time of the write is stored under this key.
+    """
 
     name: str = "store_memory"
     description: str = (
@@ -132,17 +186,25 @@ class StoreMemoryTool(_MemoryTool):
         "as a self-contained sentence. Returns the new memory's id."
     )
     args_schema: type[BaseModel] = StoreMemoryInput
+    default_metadata: dict[str, MetadataValue] = Field(default_factory=dict)
+    timestamp_key: str | None = None
+
+    def _metadata(self, given: dict[str, Any] | None) -> dict[str, Any]:
+        metadata = {**(given or {}), **self.default_metadata}
+        if self.timestamp_key:
+            metadata[self.timestamp_key] = time.time()
+        return metadata
 
     def _run(self, text: str, metadata: dict[str, Any] | None = None, **_: Any) -> str:
         try:
-            (cid,) = self.store.add_texts([text], [metadata or {}])
+            (cid,) = self.store.add_texts([text], [self._metadata(metadata)])
         except MagneticError as e:
             raise ToolException(str(e)) from e
         return f"Stored memory id={cid}."
 
     async def _arun(self, text: str, metadata: dict[str, Any] | None = None, **_: Any) -> str:
         try:
-            (cid,) = await self.store.aadd_texts([text], [metadata or {}])
+            (cid,) = await self.store.aadd_texts([text], [self._metadata(metadata)])
         except MagneticError as e:
             raise ToolException(str(e)) from e
         return f"Stored memory id={cid}."
@@ -186,15 +248,73 @@ def _forget_report(ids: list[str], found: set[str]) -> str:
     return " ".join(parts)
 
 
-def create_memory_tools(store: MagneticVectorStore) -> list[BaseTool]:
-    """The agent memory tools ``[search_memory, store_memory, forget_memory]`` for ``store``.
+class ListMemoryGroupTool(_MemoryTool):
+    """List the concept groups of memory, or the memories of one group."""
+
+    name: str = "list_memory_group"
+    description: str = (
+        "Browse memory by concept. Without 'group', lists the concept groups (id, label, "
+        "size). With 'group' (an id from search_memory or from this list), lists the "
+        "memories filed under that concept, most typical first."
+    )
+    args_schema: type[BaseModel] = ListMemoryGroupInput
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+
+    def _run(
+        self, group: str | None = None, limit: int = 10, **_: Any
+    ) -> tuple[str, list[Document]]:
+        memory = self.store.memory
+        try:
+            if group is None:
+                return _format_groups(memory.groups(), limit), []
+            known = {g.id: g for g in memory.groups()}
+            info = known.get(group.strip())
+            if info is None:
+                raise ToolException(
+                    f"No concept group with id {group!r}. Call list_memory_group without "
+                    f"arguments to see the groups, or use a group= value from search_memory."
+                )
+            cells = memory.get(list(info.cell_ids[:limit]))
+        except MagneticError as e:
+            raise ToolException(str(e)) from e
+        lines = [f"Group {info.id} [{info.label}]: {info.size} memories, showing {len(cells)}:"]
+        lines += [f"- id={c.id} | {c.text}{_links(c)}" for c in cells]
+        docs = [cell_to_document(c, group_label=info.label) for c in cells]
+        return "\n".join(lines), docs
+
+    async def _arun(
+        self, group: str | None = None, limit: int = 10, **_: Any
+    ) -> tuple[str, list[Document]]:
+        return await run_in_executor(None, self._run, group, limit)
+
+
+def _format_groups(groups: list[Any], limit: int) -> str:
+    if not groups:
+        return "Memory is empty: no concept groups yet."
+    lines = [f"{len(groups)} concept groups (largest first, showing {min(limit, len(groups))}):"]
+    lines += [f"- group={g.id} | {g.label or 'unlabelled'} | {g.size} memories" for g in groups]
+    return "\n".join(lines[: limit + 1])
+
+
+def create_memory_tools(
+    store: MagneticVectorStore,
+    *,
+    metadata: dict[str, MetadataValue] | None = None,
+    timestamp_key: str | None = None,
+) -> list[BaseTool]:
+    """The agent memory tools for ``store``.
+
+    ``[search_memory, store_memory, forget_memory, list_memory_group]``.
 
     Args:
         store: the store the tools read and write.
+        metadata: labels ``store_memory`` writes on every memory (e.g.
+            ``{"source": "chat", "session": "..."}``) so they can be filtered and forgotten.
+        timestamp_key: when set, ``store_memory`` also records the UNIX time under this key.
 
     Example:
         ```python
-        tools = create_memory_tools(store)
+        tools = create_memory_tools(store, metadata={"source": "chat"})
         llm_with_tools = chat_model.bind_tools(tools)
         ```
     """
@@ -202,6 +322,9 @@ def create_memory_tools(store: MagneticVectorStore) -> list[BaseTool]:
         raise TypeError(f"expected a MagneticVectorStore, got {type(store).__name__}")
     return [
         SearchMemoryTool(store=store),
-        StoreMemoryTool(store=store),
+        StoreMemoryTool(
+            store=store, default_metadata=dict(metadata or {}), timestamp_key=timestamp_key
+        ),
         ForgetMemoryTool(store=store),
+        ListMemoryGroupTool(store=store),
     ]

@@ -68,7 +68,7 @@ async def test_chat_ollama_agent_uses_the_memory_tools(
 
     first = ollama.chat_requests[0]
     offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
-    assert set(offered) == {"search_memory", "store_memory", "forget_memory"}
+    assert set(offered) == {"search_memory", "store_memory", "forget_memory", "list_memory_group"}
     assert offered["store_memory"]["parameters"]["required"] == ["text"]
     second_roles = [m["role"] for m in ollama.chat_requests[1]["messages"]]
     assert second_roles == ["user", "assistant", "tool"]

@@ -25,7 +25,12 @@ def _tools(store: MagneticVectorStore) -> dict[str, Any]:
 
 def test_tools_have_documented_schemas(store: MagneticVectorStore):
     tools = create_memory_tools(store)
-    assert [t.name for t in tools] == ["search_memory", "store_memory", "forget_memory"]
+    assert [t.name for t in tools] == [
+        "search_memory",
+        "store_memory",
+        "forget_memory",
+        "list_memory_group",
+    ]
     for tool in tools:
         spec = convert_to_openai_tool(tool)["function"]
         assert len(spec["description"]) > 60
@@ -38,6 +43,7 @@ def test_tools_have_documented_schemas(store: MagneticVectorStore):
         "search_memory": ["query"],
         "store_memory": ["text"],
         "forget_memory": ["ids"],
+        "list_memory_group": None,
     }
     with pytest.raises(TypeError, match="MagneticVectorStore"):
         create_memory_tools(object())  # type: ignore[arg-type]
@@ -78,8 +84,14 @@ async def test_bad_arguments_come_back_to_the_model_as_text(store: MagneticVecto
     )
     assert isinstance(reply, ToolMessage) and reply.content == (
         "Invalid arguments (k: Input should be greater than or equal to 1). "
-        "Fix them and call the tool again."
+        "Expected arguments: query (required), k (optional). Fix them and call the tool again."
     )
+    assert reply.status == "error"
+    misnamed = search.invoke(
+        {"name": "search_memory", "args": {"q": "x"}, "id": "1", "type": "tool_call"}
+    )
+    assert "query: Field required" in misnamed.content
+    assert "q: Extra inputs are not permitted" in misnamed.content
     store.close()
     reply = search.invoke(
         {"name": "search_memory", "args": {"query": "x"}, "id": "2", "type": "tool_call"}
@@ -123,10 +135,47 @@ async def test_agent_loop_with_scripted_tool_calls(store: MagneticVectorStore, m
         if mode == "sync"
         else await arun_agent(bound, tools, question)
     )
-    assert model.offered_tools == [["search_memory", "store_memory", "forget_memory"]] * 5
+    names = ["search_memory", "store_memory", "forget_memory", "list_memory_group"]
+    assert model.offered_tools == [names] * 5
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == ["c1", "c2", "c3", "c4"]
     assert "Biscuit" in tool_messages[2].content
     assert messages[-1].content.startswith("Done. Deleted 1 memories")
     remaining = store.memory.get()
     assert [c.text for c in remaining] == ["The user lives in Lisbon."]
+
+
+def test_store_stamps_session_metadata_and_groups_are_browsable(store: MagneticVectorStore):
+    tools = {
+        t.name: t
+        for t in create_memory_tools(
+            store, metadata={"source": "chat", "session": "s1"}, timestamp_key="timestamp"
+        )
+    }
+    call = {"name": "store_memory", "id": "1", "type": "tool_call"}
+    stored = tools["store_memory"].invoke(
+        {**call, "args": {"text": "Ada likes tea.", "metadata": {"source": "model-made-up"}}}
+    )
+    cid = stored.content.removeprefix("Stored memory id=").rstrip(".")
+    (cell,) = store.memory.get([cid])
+    assert cell.metadata["source"] == "chat" and cell.metadata["session"] == "s1"
+    assert abs(cell.metadata["timestamp"] - cell.created_at) < 60
+
+    listing = tools["list_memory_group"].invoke({**call, "args": {}}).content
+    gid = cell.group_id
+    assert f"group={gid}" in listing and "1 memories" in listing
+    members = tools["list_memory_group"].invoke({**call, "args": {"group": gid}})
+    assert f"id={cid} | Ada likes tea." in members.content
+    assert members.artifact[0].id == cid
+    unknown = tools["list_memory_group"].invoke({**call, "args": {"group": "nope"}})
+    assert unknown.status == "error" and "No concept group with id 'nope'" in unknown.content
+
+
+def test_search_shows_contradiction_links(store: MagneticVectorStore):
+    store.add_texts(["Mira has green eyes.", "Mira has blue eyes."], ids=["a", "b"])
+    store.memory.mark_contradiction("a", "b", "eye colour differs")
+    search = _tools(store)["search_memory"]
+    found = search.invoke(
+        {"name": "search_memory", "args": {"query": "Mira eyes"}, "id": "1", "type": "tool_call"}
+    ).content
+    assert "contradicts id=b (eye colour differs)" in found or "superseded by id=b" in found

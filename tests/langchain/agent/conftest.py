@@ -1,0 +1,52 @@
+"""Running ``magnetic`` as a user does: a subprocess reading stdin, against a fake Ollama."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+Magnetic = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def cli_env() -> dict[str, str]:
+    """The environment of a CLI subprocess: this tree first, no colour, no real Ollama."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env["NO_COLOR"] = "1"
+    env["OLLAMA_HOST"] = "127.0.0.1:9"  # never a real server, whatever the machine has
+    env.pop("PYTHONWARNINGS", None)
+    return env
+
+
+def cli_command(*args: str) -> list[str]:
+    """``magnetic ARGS`` as a subprocess argument list."""
+    return [sys.executable, "-m", "magnetic_langchain.cli", *args]
+
+
+@pytest.fixture
+def magnetic(tmp_path: Path) -> Magnetic:
+    """Run ``magnetic`` on a store in tmp_path with the hashing embedder."""
+
+    def run(
+        *args: str, input: str = "", host: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        store = ["--path", str(tmp_path / "store"), "--embedder", "hashing"]
+        extra = ["--ollama-host", host] if host else []
+        return subprocess.run(
+            cli_command(*args, *store, *extra),
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=cli_env(),
+            cwd=tmp_path,
+        )
+
+    return run
