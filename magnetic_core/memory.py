@@ -83,7 +83,9 @@ class MagneticMemory:
         self._closed = False
         try:
             self._store = ChromaStore(self._client, namespace)
-            self._store.check_stamp(self.embedder.name, self.embedder.dim)
+            self._store.check_stamp(
+                self.embedder.name, self.embedder.dim, join_threshold=self.config.join_threshold
+            )
             self._load()
         except BaseException:
             self.close()

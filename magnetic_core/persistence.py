@@ -23,7 +23,7 @@ import numpy as np
 from magnetic_core.codec import metadata_from_json, metadata_to_json
 from magnetic_core.errors import EmbedderMismatchError, InvalidInputError, PersistenceError
 
-__all__ = ["ChromaStore", "StoredCell", "open_client"]
+__all__ = ["ChromaStore", "StoredCell", "open_client", "read_stamp"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,8 @@ ROW_KEY = "_mag"
 # max_neighbors). Against 16 / 4 this cut Chroma's CPU time per persisted cell by 5-9%.
 # Settings apply to collections created from now on; existing ones keep theirs.
 _COLLECTION_CONFIG = {"hnsw": {"space": "cosine", "ef_construction": 2, "max_neighbors": 2}}
+# Settings that describe how the store was built; clear() keeps them.
+_STAMP_KEYS = ("mag_embedder", "mag_dim", "mag_schema", "mag_join_threshold")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,48}[A-Za-z0-9]$|^[A-Za-z0-9]$")
 
 
@@ -65,6 +67,20 @@ def open_client(path: str) -> Any:
         return chromadb.PersistentClient(path=path)
     except Exception as e:
         raise PersistenceError(f"cannot open a Chroma store at {path!r}: {e}") from e
+
+
+def read_stamp(client: Any, namespace: str) -> dict[str, Any] | None:
+    """The settings stamped on a namespace (embedder, dimension, ...), or None if it is absent.
+
+    Read-only: nothing is created, so a caller can choose the embedder before opening.
+    """
+    try:
+        names = {getattr(c, "name", c) for c in client.list_collections()}
+        if f"mag-{namespace}-cells" not in names:
+            return None
+        return dict(client.get_collection(f"mag-{namespace}-cells").metadata or {})
+    except Exception as e:
+        raise PersistenceError(f"cannot read namespace {namespace!r} in Chroma: {e}") from e
 
 
 class ChromaStore:
@@ -102,11 +118,20 @@ class ChromaStore:
     def settings(self) -> dict[str, Any]:
         return dict(self.cells.metadata or {})
 
-    def check_stamp(self, embedder_name: str, dim: int) -> None:
-        """Stamp a new store with the embedder; refuse to open an existing one with another."""
+    def check_stamp(
+        self, embedder_name: str, dim: int, *, join_threshold: float | None = None
+    ) -> None:
+        """Stamp a new store with the embedder; refuse to open an existing one with another.
+
+        A ``join_threshold`` chosen when the store is created is stamped too, so it is the
+        threshold in force when the store is reopened without one.
+        """
         meta = self.settings()
         if "mag_embedder" not in meta:
-            self.save_settings(mag_embedder=embedder_name, mag_dim=dim, mag_schema=SCHEMA_VERSION)
+            chosen = {} if join_threshold is None else {"mag_join_threshold": join_threshold}
+            self.save_settings(
+                mag_embedder=embedder_name, mag_dim=dim, mag_schema=SCHEMA_VERSION, **chosen
+            )
             return
         if meta["mag_embedder"] != embedder_name or int(meta["mag_dim"]) != dim:
             raise EmbedderMismatchError(
@@ -225,7 +250,7 @@ class ChromaStore:
         for name in (f"mag-{self.namespace}-cells", f"mag-{self.namespace}-groups"):
             self._call("clear", self.client.delete_collection, name)
         self.__init__(self.client, self.namespace)  # type: ignore[misc]
-        keep = {k: v for k, v in meta.items() if k in ("mag_embedder", "mag_dim", "mag_schema")}
+        keep = {k: v for k, v in meta.items() if k in _STAMP_KEYS}
         if keep:
             self.save_settings(**keep)
 
