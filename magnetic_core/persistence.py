@@ -73,7 +73,12 @@ def read_stamp(client: Any, namespace: str) -> dict[str, Any] | None:
     """The settings stamped on a namespace (embedder, dimension, ...), or None if it is absent.
 
     Read-only: nothing is created, so a caller can choose the embedder before opening.
+
+    Raises:
+        InvalidInputError: the namespace is not a valid name.
+        PersistenceError: Chroma failed.
     """
+    _check_namespace(namespace)
     try:
         names = {getattr(c, "name", c) for c in client.list_collections()}
         if f"mag-{namespace}-cells" not in names:
@@ -81,6 +86,14 @@ def read_stamp(client: Any, namespace: str) -> dict[str, Any] | None:
         return dict(client.get_collection(f"mag-{namespace}-cells").metadata or {})
     except Exception as e:
         raise PersistenceError(f"cannot read namespace {namespace!r} in Chroma: {e}") from e
+
+
+def _check_namespace(namespace: object) -> None:
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise InvalidInputError(
+            f"invalid namespace {namespace!r}",
+            hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
+        )
 
 
 class ChromaStore:
@@ -92,11 +105,7 @@ class ChromaStore:
     """
 
     def __init__(self, client: Any, namespace: str) -> None:
-        if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
-            raise InvalidInputError(
-                f"invalid namespace {namespace!r}",
-                hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
-            )
+        _check_namespace(namespace)
         self.client = client
         self.namespace = namespace
         try:
