@@ -23,7 +23,7 @@ import numpy as np
 from magnetic_core.codec import metadata_from_json, metadata_to_json
 from magnetic_core.errors import EmbedderMismatchError, InvalidInputError, PersistenceError
 
-__all__ = ["ChromaStore", "StoredCell", "open_client", "read_stamp"]
+__all__ = ["ChromaStore", "StoredCell", "open_client", "read_settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +69,9 @@ def open_client(path: str) -> Any:
         raise PersistenceError(f"cannot open a Chroma store at {path!r}: {e}") from e
 
 
-def read_stamp(client: Any, namespace: str) -> dict[str, Any] | None:
-    """The settings stamped on a namespace (embedder, dimension, ...), or None if it is absent.
+def read_settings(client: Any, namespace: str) -> dict[str, Any] | None:
+    """Everything stamped on a namespace (embedder, dimension, schema, thresholds), or None
+    if the namespace does not exist.
 
     Read-only: nothing is created, so a caller can choose the embedder before opening.
 

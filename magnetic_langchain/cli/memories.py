@@ -17,6 +17,12 @@ __all__ = ["register"]
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``add``, ``get``, ``export`` and ``forget`` (alias ``delete``)."""
+    _register_add(subparsers, parents)
+    _register_reading(subparsers, parents)
+    _register_forget(subparsers, parents)
+
+
+def _register_add(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     add = subparsers.add_parser(
         "add",
         parents=parents,
@@ -35,6 +41,8 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     add.set_defaults(func=cmd_add)
 
+
+def _register_reading(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     get = subparsers.add_parser(
         "get", parents=parents, help="show memories by id", description="Show memories in full."
     )
@@ -60,6 +68,8 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     export.set_defaults(func=cmd_export)
 
+
+def _register_forget(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     forget = subparsers.add_parser(
         "forget",
         aliases=["delete"],

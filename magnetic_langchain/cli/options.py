@@ -18,7 +18,7 @@ from typing import Any
 from magnetic_core import MagneticMemory, MemoryConfig
 from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import InvalidInputError, MagneticError, PersistenceError
-from magnetic_core.persistence import open_client, read_stamp
+from magnetic_core.persistence import open_client, read_settings
 from magnetic_langchain.cli.embedders import EMBEDDERS, create_embedder, stamped_embedder
 
 __all__ = [
@@ -211,7 +211,7 @@ def open_memory(args: argparse.Namespace, *, create: bool) -> MagneticMemory:
         model is loaded on first use, so commands that do not embed never load it.
     """
     client = _client(args, create=create)
-    stamp = read_stamp(client, args.namespace)
+    stamp = read_settings(client, args.namespace)
     if stamp is None and not create:
         known = _namespaces(client)
         raise NotFoundError(

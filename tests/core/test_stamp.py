@@ -9,18 +9,18 @@ import chromadb
 import pytest
 
 from magnetic_core import HashingEmbedder, InvalidInputError, MagneticMemory, MemoryConfig
-from magnetic_core.persistence import read_stamp
+from magnetic_core.persistence import read_settings
 
 
-def test_read_stamp_reads_without_creating(tmp_path: Path):
+def test_read_settings_reads_without_creating(tmp_path: Path):
     client = chromadb.PersistentClient(path=str(tmp_path / "s"))
-    assert read_stamp(client, "default") is None
+    assert read_settings(client, "default") is None
     assert client.list_collections() == []  # nothing was created
     with pytest.raises(InvalidInputError, match="invalid namespace"):
-        read_stamp(client, "bad name")
+        read_settings(client, "bad name")
     with MagneticMemory(client=client, embedder=HashingEmbedder(64)) as mem:
         mem.add(["x"])
-    stamp = read_stamp(client, "default")
+    stamp = read_settings(client, "default")
     assert stamp is not None
     assert (stamp["mag_embedder"], stamp["mag_dim"]) == ("hashing-64(not-semantic)", 64)
 
