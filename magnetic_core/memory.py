@@ -93,7 +93,9 @@ class MagneticMemory:
         self._superseded: set[str] = set()
         try:
             self._store.open()
-            self._store.check_stamp(self.embedder.name, self.embedder.dim)
+            self._store.check_stamp(
+                self.embedder.name, self.embedder.dim, join_threshold=self.config.join_threshold
+            )
             self._journal = Journal(self._store, self.embedder.dim)
             self._clock = WriterClock(self._store)
             self._reload()
