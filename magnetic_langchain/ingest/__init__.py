@@ -1,7 +1,7 @@
 """Ingestion of files, folders and git repositories into a memory, chunked by file type.
 
->>> from magnetic_langchain.ingest import ingest  # doctest: +SKIP
->>> report = ingest(memory, "https://github.com/org/repo.git", prune=True)  # doctest: +SKIP
+``ingest(memory, "https://github.com/org/repo.git", prune=True)`` returns an
+:class:`IngestReport`; see :func:`ingest` for a runnable example.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def test_reingest_is_a_no_op_then_changes_replace_and_prune_removes(
     magnetic.ok(*STORE, "ingest", str(repo))
     before = {c["id"]: c for c in _export(cli)}
 
-    again = magnetic.ok(*STORE, "ingest", str(repo))
+    again = cli.ok(*STORE, "ingest", str(repo))
     assert "0 files read, 5 unchanged" in again.out and "(nothing changed)" in again.out
     assert {c["id"]: c for c in _export(cli)} == before  # not even rewritten
 
@@ -87,7 +87,7 @@ def test_reingest_is_a_no_op_then_changes_replace_and_prune_removes(
 
     # Fewer chunks after a change: the leftovers are removed, none are duplicated.
     (repo / "app.py").write_text(APP_PY)
-    shrunk = magnetic.ok(*STORE, "ingest", str(repo))
+    shrunk = cli.ok(*STORE, "ingest", str(repo))
     assert "updated" in shrunk.out
     assert len(_by_path(_export(cli))["app.py"]) == 1
 
