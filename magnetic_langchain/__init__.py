@@ -6,6 +6,7 @@ from magnetic_langchain.consolidation import (
     ConsolidationResult,
     Contradiction,
     create_consolidation_chain,
+    find_contradictions,
 )
 from magnetic_langchain.documents import (
     EXPANDED_FROM_KEY,
@@ -15,6 +16,7 @@ from magnetic_langchain.documents import (
 )
 from magnetic_langchain.embeddings import LangChainEmbedder, MagneticEmbeddings
 from magnetic_langchain.retrievers import MagneticRetriever
+from magnetic_langchain.structured import invoke_structured
 from magnetic_langchain.tools import (
     ForgetMemoryTool,
     SearchMemoryTool,
@@ -39,4 +41,6 @@ __all__ = [
     "StoreMemoryTool",
     "create_consolidation_chain",
     "create_memory_tools",
+    "find_contradictions",
+    "invoke_structured",
 ]
