@@ -7,8 +7,9 @@ Three parts, each with the store's state before and after one ``mem.sleep()`` at
 * ``msc``: the first 2,000 Multi-Session Chat turns (MiniLM vectors, cached beside the other
   benchmark caches): singleton share, mean cohesion, group count.
 * ``reuters``: the first N Reuters passages (cached MiniLM vectors; N is capped at what the
-  cache holds): recall@10 against exact search at the default budget, search p50, NMI of
-  the groups against an offline k-means with as many clusters, and the pass's cost.
+  cache holds): recall@10 against exact search at the default budget, search p50 (measured
+  interleaved against an unslept twin of the store), NMI of the groups against an offline
+  k-means with as many clusters, and the pass's cost.
 * ``synthetic``: N clustered vectors, the same measurements at 100K cells where the Reuters
   cache is short.
 
@@ -111,23 +112,33 @@ def health(stats: Any) -> dict[str, Any]:
     }
 
 
-def search_quality(mem: Any, base: np.ndarray, queries: np.ndarray, rounds: int = 3):
-    """recall@10 against exact search, and the median of ``rounds`` p50 latencies (ms)."""
+def recall_at_10(mem: Any, base: np.ndarray, queries: np.ndarray) -> float:
+    """recall@10 of ``mem`` against exact search over ``base``."""
     truth = np.argsort(-(queries @ base.T), axis=1)[:, :10]
-    found, p50s = [], []
+    found = [{int(h.id[1:]) for h in mem.search(vector=q, k=10)} for q in queries]
+    return round(float(np.mean([len(f & set(t.tolist())) / 10 for f, t in zip(found, truth)])), 4)
+
+
+def p50_interleaved(a: Any, b: Any, queries: np.ndarray, rounds: int = 3) -> tuple[float, float]:
+    """Search p50 (ms) of two stores, each query run on both in turn.
+
+    On a shared machine the load changes from minute to minute; alternating the two stores
+    query by query makes them see the same load, so their p50s can be compared.
+    """
     for q in queries[:20]:
-        mem.search(vector=q, k=10)  # warm caches
-    for r in range(rounds):
-        times = []
+        a.search(vector=q, k=10)
+        b.search(vector=q, k=10)
+    ta: list[float] = []
+    tb: list[float] = []
+    for _ in range(rounds):
         for q in queries:
             t0 = time.perf_counter()
-            hits = mem.search(vector=q, k=10)
-            times.append(time.perf_counter() - t0)
-            if r == 0:
-                found.append({int(h.id[1:]) for h in hits})
-        p50s.append(float(np.percentile(times, 50)) * 1e3)
-    recall = float(np.mean([len(f & set(t.tolist())) / 10 for f, t in zip(found, truth)]))
-    return round(recall, 4), round(float(np.median(p50s)), 4)
+            a.search(vector=q, k=10)
+            t1 = time.perf_counter()
+            b.search(vector=q, k=10)
+            ta.append(t1 - t0)
+            tb.append(time.perf_counter() - t1)
+    return round(float(np.median(ta)) * 1e3, 4), round(float(np.median(tb)) * 1e3, 4)
 
 
 def nmi_vs_kmeans(mem: Any, vectors: np.ndarray, seed: int = 0) -> float:
@@ -149,15 +160,16 @@ def nmi_vs_kmeans(mem: Any, vectors: np.ndarray, seed: int = 0) -> float:
 
 
 def run_part(name: str, vectors: np.ndarray, n_queries: int, root: Path, search: bool) -> dict:
+    """One pass over a store of ``vectors`` (minus the queries); with ``search``, a twin store
+    left unslept serves as the 'before' side of an interleaved latency comparison."""
     queries, base = vectors[:n_queries], vectors[n_queries:]
     mem, ingest_s = build(base, name, root)
+    twin = build(base, name + "-twin", root)[0] if search else None
     try:
         row: dict[str, Any] = {"part": name, "n": len(base), "ingest_s": round(ingest_s, 1)}
         row["before"] = health(mem.stats())
         if search:
-            row["before"]["recall_at_10"], row["before"]["p50_ms"] = search_quality(
-                mem, base, queries
-            )
+            row["before"]["recall_at_10"] = recall_at_10(mem, base, queries)
             row["before"]["nmi_vs_kmeans"] = nmi_vs_kmeans(mem, base)
         plan_t0 = time.perf_counter()
         plan = mem.sleep(dry_run=True)
@@ -177,14 +189,15 @@ def run_part(name: str, vectors: np.ndarray, n_queries: int, root: Path, search:
         }
         row["after"] = health(mem.stats())
         if search:
-            row["after"]["recall_at_10"], row["after"]["p50_ms"] = search_quality(
-                mem, base, queries
-            )
+            row["after"]["recall_at_10"] = recall_at_10(mem, base, queries)
             row["after"]["nmi_vs_kmeans"] = nmi_vs_kmeans(mem, base)
+            row["before"]["p50_ms"], row["after"]["p50_ms"] = p50_interleaved(twin, mem, queries)
         print(f"{name}: {report.summary()} in {report.seconds:.2f}s", flush=True)
         return row
     finally:
         mem.close()
+        if twin is not None:
+            twin.close()
 
 
 def targets(rows: list[dict]) -> dict[str, bool]:
