@@ -27,7 +27,8 @@ from magnetic_core.errors import (
 )
 from magnetic_core.filters import compile_filter
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
+from magnetic_core.sleep import SleepConfig
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, SleepReport, Stats
 
 __version__ = "0.1.0"
 
@@ -56,6 +57,8 @@ __all__ = [
     "PersistenceError",
     "Route",
     "SentenceTransformerEmbedder",
+    "SleepConfig",
+    "SleepReport",
     "Stats",
     "__version__",
     "compile_filter",

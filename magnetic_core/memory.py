@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -596,6 +596,26 @@ class MagneticMemory:
                 self._after_failure()
                 raise
         return kept
+
+    @overload
+    def sleep(
+        self,
+        *,
+        dry_run: bool = ...,
+        background: Literal[False] = ...,
+        config: SleepConfig | None = ...,
+        **settings: Any,
+    ) -> SleepReport: ...
+
+    @overload
+    def sleep(
+        self,
+        *,
+        dry_run: bool = ...,
+        background: Literal[True],
+        config: SleepConfig | None = ...,
+        **settings: Any,
+    ) -> Future[SleepReport]: ...
 
     def sleep(
         self,

@@ -3,19 +3,23 @@
 A pass repairs what online clustering leaves behind, in this order, on a copy of the
 group sums (nothing here touches the index):
 
-1. **merge** pairs of groups whose average members would each have joined the other group
-   at ingest (``c_i * s >= t`` and ``c_j * s >= t``, with ``s`` the centroid similarity,
-   ``c`` a group's cohesion and ``t`` the join threshold), as long as the merged group stays
-   coherent (its cohesion, known in closed form from the sums, is not below the split
-   floor); or, with an explicit ``merge_threshold``, pairs with ``s`` at or above it;
-2. **absorb** fragments (groups of at most ``fragment_size`` cells) into the nearest group
-   that is not a fragment, cell by cell, when the cell is as close to it as the loosest
-   tenth of the members of real groups are to theirs (the absorb floor);
-3. **split** incoherent groups (cohesion under the split floor, the 10th percentile of the
-   cohesion of real groups) and oversized ones by 2-means;
-4. one **Lloyd step**: every cell moves to the most similar centroid among its group's and
+1. **merge** pairs of groups (neither a fragment) whose centroids would join each other
+   (similarity ``s`` at least the join threshold ``t``) when the merged group stays
+   coherent: its cohesion (mean member-to-centroid similarity, known in closed form from
+   the two sums) is at least ``t`` and at least the split floor, so the pass never merges
+   what it would split again; with an explicit ``merge_threshold``, the seed's rule
+   (``s`` at or above it) instead;
+2. **split** incoherent groups (cohesion under the split floor: the median cohesion of
+   the groups that are not fragments) by 2-means where that raises cohesion and leaves
+   no fragment, and oversized groups always;
+3. one **Lloyd step**: every cell moves to the most similar centroid among its group's and
    that group's nearest ``neighbours`` centroids (bounded work), unless that would leave its
    old group a fragment;
+4. **absorb** fragments (groups of at most ``fragment_size`` cells) into the nearest group
+   that is not a fragment, cell by cell, closest first, down to the absorb floor (0.8 ``t``:
+   the join threshold was met against younger centroids) and only as far as the cohesion
+   gained by steps 1-3 pays for what absorbing costs, so a fitted pass does not lower the
+   store's mean cohesion;
 5. groups left empty are **dropped**; oversized ones are split again.
 
 Thresholds are fitted to the data the way the join threshold is; every value can be set.
@@ -152,7 +156,7 @@ def plan_pass(
         _lloyd(state, config)
     if g >= 2:
         budget = None if config.absorb_threshold is not None else state.cohesion_sum() - before
-        plan.absorbed = _absorb(state, thresholds["absorb"], budget, config)
+        plan.absorbed = _absorb(state, thresholds["absorb"], join_threshold, budget, config)
     plan.splits += _split(state, None, config)
     plan.labels, plan.totals, plan.sizes = state.labels, state.totals, state.sizes
     return plan
@@ -230,9 +234,9 @@ def _fit(
     if config.merge_threshold is not None:
         thresholds["merge"], sources["merge"] = float(config.merge_threshold), "configured"
     else:
-        # Reported as the centroid similarity two groups of median cohesion need.
-        median = float(np.median(coh[real])) if real.any() else 1.0
-        thresholds["merge"] = float(min(1.0, join_threshold / max(median, 1e-6)))
+        # The cohesion a merged group must keep: what the join threshold asks of a
+        # joining cell, and no less than the split floor (or the pass would undo it).
+        thresholds["merge"] = max(float(join_threshold), thresholds["split"])
         sources["merge"] = "fitted"
     return thresholds, sources
 
@@ -273,10 +277,9 @@ def _merge(
     else:
         norms = np.linalg.norm(state.totals, axis=1)
         a, b = norms[i], norms[j]
-        c_i, c_j = a / np.maximum(n_i, 1), b / np.maximum(n_j, 1)
         merged = np.sqrt(np.maximum(a * a + b * b + 2.0 * s * a * b, 0.0)) / (n_i + n_j)
         real = (n_i > config.fragment_size) & (n_j > config.fragment_size)
-        keep &= real & (np.minimum(c_i, c_j) * s >= join) & (merged >= thresholds["split"])
+        keep &= real & (s >= join) & (merged >= thresholds["merge"])
     i, j, s = i[keep], j[keep], s[keep]
     used = np.zeros(state.totals.shape[0], bool)
     pairs: list[tuple[int, int, float]] = []
@@ -295,7 +298,7 @@ def _merge(
 
 
 def _absorb(
-    state: _State, floor: float, budget: float | None, config: SleepConfig
+    state: _State, floor: float, join: float, budget: float | None, config: SleepConfig
 ) -> list[tuple[int, int]]:
     """Move fragments' cells into their nearest real group, closest first.
 
@@ -319,8 +322,12 @@ def _absorb(
     order = np.argsort(-top, kind="stable")
     order = order[top[order] >= floor]
     if budget is not None:
-        # absorbing a cell costs about 1 - its similarity (its own cohesion was 1)
-        spent = np.cumsum(1.0 - top[order])
+        # What absorbing a cell costs the cohesion sum: its own 1, less what the target's
+        # |total| gains (closed form, each cell taken alone); closest first, while the
+        # cohesion the pass gained so far pays for it.
+        norm = np.linalg.norm(state.totals, axis=1)[to[order]]
+        grown = np.sqrt(norm * norm + 2.0 * norm * top[order] + 1.0)
+        spent = np.cumsum(1.0 + norm - grown)
         order = order[spent <= max(budget, 0.0)]
     rows, to = rows[order], to[order]
     absorbed = sorted({(int(state.labels[r]), int(t)) for r, t in zip(rows, to)})

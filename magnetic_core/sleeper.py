@@ -111,9 +111,14 @@ class Sleeper:
             plan = plan_pass(
                 vectors, labels, totals, mem.join_threshold, index.max_group_size, config
             )
-            gids = [g.gid for g in groups] + [
-                index.new_gid() for _ in range(plan.totals.shape[0] - len(groups))
-            ]
+            extra = plan.totals.shape[0] - len(groups)
+            # a dry run names the groups it would create without taking ids from the index
+            fresh = (
+                [f"new-{k}" for k in range(extra)]
+                if dry_run
+                else [index.new_gid() for _ in range(extra)]
+            )
+            gids = [g.gid for g in groups] + fresh
             old_labels = {g.gid: mem._catalog.label(g.gid, g.version, g.ids)[0] for g in groups}
             if dry_run:
                 return _report(

@@ -9,7 +9,7 @@ older cell's link also says ``"supersession": "superseded_by"`` and the newer on
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from magnetic_core.errors import InvalidInputError
@@ -67,7 +67,7 @@ def newer_of(records: Mapping[str, _Record], a: str, b: str) -> tuple[str, str] 
 
 
 def link_cells(
-    records: MutableMapping[str, _Record],
+    records: Mapping[str, _Record],
     a: str,
     b: str,
     explanation: str,

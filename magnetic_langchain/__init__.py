@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         ConsolidationResult,
         Contradiction,
         create_consolidation_chain,
+        find_contradictions,
     )
     from magnetic_langchain.documents import (
         EXPANDED_FROM_KEY,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from magnetic_langchain.embeddings import LangChainEmbedder, MagneticEmbeddings
     from magnetic_langchain.retrievers import MagneticRetriever
     from magnetic_langchain.store import MagneticSearchItem, MagneticStore
+    from magnetic_langchain.structured import invoke_structured
     from magnetic_langchain.tools import (
         ForgetMemoryTool,
         SearchMemoryTool,
@@ -51,6 +53,8 @@ _SOURCES = {
     "StoreMemoryTool": "tools",
     "create_consolidation_chain": "consolidation",
     "create_memory_tools": "tools",
+    "find_contradictions": "consolidation",
+    "invoke_structured": "structured",
 }
 
 __all__ = [
@@ -71,6 +75,8 @@ __all__ = [
     "StoreMemoryTool",
     "create_consolidation_chain",
     "create_memory_tools",
+    "find_contradictions",
+    "invoke_structured",
 ]
 
 

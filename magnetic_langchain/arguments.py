@@ -18,7 +18,9 @@ __all__ = [
     "prepare_texts",
 ]
 
-SEARCH_OPTIONS = frozenset({"n_probe", "entity_boost", "lexical_weight", "include_group_metadata"})
+SEARCH_OPTIONS = frozenset(
+    {"n_probe", "entity_boost", "lexical_weight", "include_group_metadata", "current_only"}
+)
 """Keyword arguments the search methods accept besides ``k`` and ``filter``."""
 
 

@@ -57,6 +57,7 @@ class MemoryBridge:
             n_probe=options.get("n_probe"),
             entity_boost=options.get("entity_boost"),
             lexical_weight=options.get("lexical_weight"),
+            current_only=bool(options.get("current_only", False)),
         )
 
     async def asearch(
@@ -79,6 +80,7 @@ class MemoryBridge:
             n_probe=options.get("n_probe"),
             entity_boost=options.get("entity_boost"),
             lexical_weight=options.get("lexical_weight"),
+            current_only=bool(options.get("current_only", False)),
         )
 
     def mmr(

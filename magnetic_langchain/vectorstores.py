@@ -352,8 +352,9 @@ class MagneticVectorStore(VectorStore):
             query: the query text.
             k: number of documents.
             filter: Chroma-style metadata filter, e.g. ``{"year": {"$gte": 2020}}``.
-            **kwargs: ``include_group_metadata``, and the engine's ``n_probe``,
-                ``entity_boost`` and ``lexical_weight``.
+            **kwargs: ``include_group_metadata`` (group keys and the cell's contradiction
+                and supersession links), ``current_only`` (leave superseded cells out), and
+                the engine's ``n_probe``, ``entity_boost`` and ``lexical_weight``.
         """
         return self._documents(self._bridge.search(query, None, k, filter, kwargs), kwargs)
 

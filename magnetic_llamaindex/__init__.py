@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from magnetic_llamaindex.consolidation import consolidate
 from magnetic_llamaindex.embeddings import (
     LlamaIndexEmbedder,
     MagneticEmbedding,
@@ -42,5 +43,6 @@ __all__ = [
     "MagneticRetriever",
     "MagneticVectorStore",
     "PrecomputedEmbedder",
+    "consolidate",
     "to_predicate",
 ]
