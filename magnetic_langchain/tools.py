@@ -100,10 +100,14 @@ def _explain_invalid_arguments(error: Any) -> str:
     schema = getattr(error, "title", None)
     model = _SCHEMAS.get(schema or "")
     if model is not None:
-        expected = " Expected arguments: " + ", ".join(
-            f"{name} ({'required' if field.is_required() else 'optional'})"
-            for name, field in model.model_fields.items()
-        ) + "."
+        expected = (
+            " Expected arguments: "
+            + ", ".join(
+                f"{name} ({'required' if field.is_required() else 'optional'})"
+                for name, field in model.model_fields.items()
+            )
+            + "."
+        )
     return f"Invalid arguments ({problems}).{expected} Fix them and call the tool again."
 
 
