@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -11,6 +12,30 @@ from typing import Any
 from magnetic_core.lexical import LexicalIndex
 
 __all__ = ["CellRecord", "Catalog"]
+
+# Words that are frequent in conversation but name no concept; with contractions
+# ("i'm", "don't") they never label a group.
+_LABEL_STOPWORDS = frozenset(
+    """like really just get got go going know think want well yeah yes sure oh lot much
+    good great nice love time thing things way make made see pretty maybe still even back
+    right actually kind sort mean say told tell getting lot lots always never ever sometimes
+    something anything everything nothing someone anyone people day days week weeks""".split()
+)
+
+
+_CONTRACTION = re.compile(
+    r"^(i|you|we|they|he|she|it|that|there|here|what|who|where|how|let)'(m|ve|re|ll|d|s)$"
+    r"|^[a-z]+n't$"
+)
+
+
+def _labels_concept(term: str) -> bool:
+    return "'" not in term and term not in _LABEL_STOPWORDS and not any(c.isdigit() for c in term)
+
+
+def _entity_labels(entity: str) -> bool:
+    word = entity.lower().replace("\u2019", "'")
+    return not _CONTRACTION.match(word) and word not in _LABEL_STOPWORDS
 
 
 @dataclass
@@ -98,7 +123,11 @@ class Catalog:
         df = self.lexical.df
 
         top_entities = tuple(e for e, _ in entity_counts.most_common(5))
-        shared_entities = [e for e, c in entity_counts.most_common(2) if c > 1 or len(sample) == 1]
+        shared_entities = [
+            e
+            for e, c in entity_counts.most_common(4)
+            if (c > 1 or len(sample) == 1) and _entity_labels(e)
+        ][:2]
         # A concept's words are shared by several members: one-off words only name a
         # single-cell group. (This also keeps labelling cheap: a search labels its hits.)
         shared = [(t, c) for t, c in term_counts.items() if c > 1]
@@ -108,8 +137,8 @@ class Catalog:
         ranked = [(t, -w) for w, t in sorted(weighted)]
         words: list[str] = list(shared_entities)
         for term, _ in ranked:
-            if any(ch.isdigit() for ch in term):
-                continue  # numbers rarely name a concept
+            if not _labels_concept(term):
+                continue  # numbers, contractions and chit-chat words name no concept
             if len(words) >= 3:
                 break
             if not any(term in w for w in words):

@@ -8,6 +8,7 @@ from magnetic_core.catalog import Catalog
 from magnetic_core.clustering import plan_merge_pairs
 from magnetic_core.index import Group, HierIndex
 from magnetic_core.search import Candidate
+from magnetic_core.supersession import superseded_by
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
 
 __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
@@ -16,6 +17,7 @@ __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
 def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
     """The frozen public view of one stored cell (metadata copied)."""
     record = catalog.records[cid]
+    newer = superseded_by(record.contradictions)
     return Cell(
         id=cid,
         text=record.text,
@@ -25,6 +27,8 @@ def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
         created_at=record.created_at,
         updated_at=record.updated_at,
         contradictions=tuple(dict(link) for link in record.contradictions),
+        superseded_by=newer[0] if newer else None,
+        superseded_at=newer[1] if newer else None,
     )
 
 
@@ -80,6 +84,8 @@ def stats_view(
     sizes = np.array([g.n for g in groups]) if groups else np.zeros(0)
     cohesion = sum(float((g.view @ index.centroids[g.slot]).sum()) for g in groups)
     n = len(index)
+    g = len(groups)
+    pct = tuple(float(v) for v in np.percentile(sizes, [50, 90, 99])) if g else (0.0, 0.0, 0.0)
     return Stats(
         count=n,
         groups=len(groups),
@@ -93,6 +99,12 @@ def stats_view(
         dim=index.dim,
         namespace=namespace,
         entities=len(catalog.entity_cells),
+        singleton_share=float((sizes == 1).sum() / g) if g else 0.0,
+        imbalance=float(g * (sizes.astype(np.float64) ** 2).sum() / (n * n)) if n else 0.0,
+        size_percentiles=pct,  # type: ignore[arg-type]
+        superseded=sum(
+            1 for r in catalog.records.values() if superseded_by(r.contradictions) is not None
+        ),
     )
 
 

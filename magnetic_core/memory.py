@@ -7,6 +7,8 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,7 +33,10 @@ from magnetic_core.lexical import LexicalIndex
 from magnetic_core.persistence import ChromaStore, open_client
 from magnetic_core.search import SearchPlan, run_search
 from magnetic_core.state import load_state
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Stats
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, SleepReport, Stats
+from magnetic_core.sleep import SleepConfig
+from magnetic_core.sleeper import Sleeper, finish_recovery, recover
+from magnetic_core.supersession import link_cells, newer_of, superseded_by, superseded_ids
 
 __all__ = ["MagneticMemory"]
 
@@ -84,6 +89,8 @@ class MagneticMemory:
         self._closed = False
         self._stale: PersistenceError | None = None
         self._store = ChromaStore(self._client, namespace)
+        self._sleeper = Sleeper(self)
+        self._superseded: set[str] = set()
         try:
             self._store.open()
             self._store.check_stamp(self.embedder.name, self.embedder.dim)
@@ -121,12 +128,18 @@ class MagneticMemory:
         in use is left as it was and the error propagates.
         """
         self._journal.recover()
+        replay = recover(self)  # the moves of a sleep pass a crash interrupted
         seen = self._clock.read()  # before the load: a write landing during it is seen later
-        state = load_state(self._store, self.embedder.dim, self.config)
+        state = load_state(self._store, self.embedder.dim, self.config, replay=replay)
         self._index, self._catalog = state.index, state.catalog
         self._calibration, self._writeback = state.calibration, state.writeback
+        self._superseded = {
+            c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
+        }
         self._clock.seen = seen
         self._stale = None
+        if replay:
+            finish_recovery(self)
         try:
             state.writeback.repair()
         except PersistenceError as e:
@@ -175,6 +188,9 @@ class MagneticMemory:
         """
         if self._closed:
             return
+        sleeper = getattr(self, "_sleeper", None)
+        if sleeper is not None:
+            sleeper.shutdown()  # a background pass finishes first
         with self._lock.write():
             self._closed = True
             writeback = getattr(self, "_writeback", None)  # absent when opening failed
@@ -260,6 +276,7 @@ class MagneticMemory:
             self._check_open()
             self._sync()
             self._write(ids, vecs, texts, metas, entities)
+        self._sleeper.note_writes(len(ids))
         return list(ids)
 
     def _write(
@@ -349,29 +366,47 @@ class MagneticMemory:
             self._reload()
 
     def mark_contradiction(self, cell_a: str, cell_b: str, explanation: str) -> None:
-        """Record that two cells contradict each other; both are kept and linked."""
+        """Record that two cells contradict each other; both are kept and linked both ways.
+
+        Where the two were stored at different times, the newer one supersedes the older:
+        the older cell's ``superseded_by`` names the newer, with the time it was marked.
+        """
+        self._link(cell_a, cell_b, explanation, supersede="by-time")
+
+    def supersede(self, old_id: str, new_id: str, explanation: str = "") -> None:
+        """Mark ``old_id`` as replaced by ``new_id`` (both kept, linked both ways).
+
+        ``search(..., current_only=True)`` then leaves ``old_id`` out.
+        """
+        self._link(old_id, new_id, explanation or "superseded by a newer fact", supersede=True)
+
+    def _link(self, a: str, b: str, explanation: str, *, supersede: bool | str) -> None:
         self._check_open()
-        if cell_a == cell_b:
-            raise InvalidInputError("a cell cannot contradict itself")
-        if not explanation or not explanation.strip():
-            raise InvalidInputError("an explanation is required")
+        if not isinstance(explanation, str) or not explanation.strip():
+            raise InvalidInputError("an explanation is required", hint="say why in one sentence")
         with self._lock.write():
             self._check_open()
             self._sync()
             records = self._catalog.records
-            for cid in (cell_a, cell_b):
+            for cid in (a, b):
                 if cid not in records:
                     raise InvalidInputError(f"no cell with id {cid!r}")
-            now = _now()
-            for me, other in ((cell_a, cell_b), (cell_b, cell_a)):
-                links = records[me].contradictions
-                if not any(link["other"] == other for link in links):
-                    links.append({"other": other, "explanation": explanation, "at": now})
+            order = (a, b) if supersede is True else None
+            if supersede == "by-time" and a != b:
+                order = newer_of(records, a, b)
+            saved = {c: [dict(x) for x in records[c].contradictions] for c in (a, b)}
             try:
-                self._writeback.cells([cell_a, cell_b], counter=self._clock.tick())
+                link_cells(records, a, b, explanation.strip(), _now(), supersede=order)
+                self._writeback.cells([a, b], counter=self._clock.tick())
+            except InvalidInputError:
+                for c, links in saved.items():
+                    records[c].contradictions = links
+                raise
             except BaseException:
                 self._after_failure()
                 raise
+            if order is not None:
+                self._superseded.add(order[0])
 
     # -- reading ---------------------------------------------------------------------
     def embed_query(self, text: str) -> np.ndarray:
@@ -391,6 +426,7 @@ class MagneticMemory:
         n_probe: int | None = None,
         entity_boost: float | None = None,
         lexical_weight: float | None = None,
+        current_only: bool = False,
     ) -> list[Hit]:
         """Find the ``k`` cells most similar to a query, through the concept layer.
 
@@ -408,6 +444,7 @@ class MagneticMemory:
             entity_boost: boost for cells holding a query entity (default from the config).
             lexical_weight: weight of the BM25 score of the query's words (default from the
                 config; needs ``query`` text, 0 turns the lexical stage off).
+            current_only: leave out cells superseded by a newer one.
 
         Returns:
             Hits, best first.
@@ -441,6 +478,9 @@ class MagneticMemory:
             list_size=self.config.list_size,
         )
         with self._lock.read():
+            if current_only and self._superseded:
+                exclude = superseded_ids(self._catalog.records, self._superseded)
+                plan = replace(plan, exclude=exclude)
             found = run_search(self._index, self._catalog, plan)
             return [hit_view(self._index, self._catalog, c, explain) for c in found]
 
@@ -555,6 +595,54 @@ class MagneticMemory:
                 raise
         return kept
 
+    def sleep(
+        self,
+        *,
+        dry_run: bool = False,
+        background: bool = False,
+        config: SleepConfig | None = None,
+        **settings: Any,
+    ) -> SleepReport | Future[SleepReport]:
+        """Run one consolidation pass (sleep mode, numeric half) and report it.
+
+        Merges converged groups, absorbs fragments, splits incoherent or oversized groups,
+        refiles cells whose nearest centroid changed (one bounded Lloyd step), drops empty
+        groups and refreshes labels. Thresholds are fitted to the data unless set. Readers
+        are not blocked (they see the state before the pass until it is swapped in); other
+        writes wait. A crash at any moment reopens to the state before or after the pass.
+
+        Args:
+            dry_run: plan only; the report's ``after`` is the predicted state.
+            background: run on the memory's sleep thread and return a ``Future``.
+            config: a :class:`~magnetic_core.sleep.SleepConfig`.
+            **settings: fields of ``SleepConfig`` (e.g. ``merge_threshold=0.85``).
+
+        Returns:
+            A :class:`~magnetic_core.types.SleepReport` (or a future of one).
+
+        Example:
+            >>> import tempfile
+            >>> from magnetic_core import HashingEmbedder, MagneticMemory
+            >>> mem = MagneticMemory(path=tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> _ = mem.add(["tea with milk", "green tea", "tea without sugar"])
+            >>> report = mem.sleep(dry_run=True)
+            >>> report.dry_run, report.before.count
+            (True, 3)
+            >>> mem.close()
+        """
+        self._check_open()
+        cfg = _sleep_config(config, settings)
+        if background:
+            if dry_run:
+                raise InvalidInputError("a dry run cannot run in the background")
+            return self._sleeper.submit(cfg)
+        return self._sleeper.run(cfg, dry_run)
+
+    def sleep_every(self, writes: int, config: SleepConfig | None = None) -> None:
+        """Run a background sleep pass after every ``writes`` cells written (0: never)."""
+        self._check_open()
+        self._sleeper.schedule(writes, config)
+
     # -- async twins -----------------------------------------------------------------
     async def aadd(self, *args: Any, **kwargs: Any) -> list[str]:
         """Async :meth:`add` (runs in a worker thread; Chroma's client is synchronous)."""
@@ -584,6 +672,29 @@ class MagneticMemory:
         """Async :meth:`apply_merges`."""
         return await asyncio.to_thread(self.apply_merges, plan)
 
+    async def asleep(self, **kwargs: Any) -> SleepReport:
+        """Async :meth:`sleep` (runs in a worker thread)."""
+        kwargs.pop("background", None)
+        return await asyncio.to_thread(self.sleep, **kwargs)  # type: ignore[arg-type]
+
+    async def asupersede(self, old_id: str, new_id: str, explanation: str = "") -> None:
+        """Async :meth:`supersede`."""
+        await asyncio.to_thread(self.supersede, old_id, new_id, explanation)
+
     async def amark_contradiction(self, cell_a: str, cell_b: str, explanation: str) -> None:
         """Async :meth:`mark_contradiction`."""
         await asyncio.to_thread(self.mark_contradiction, cell_a, cell_b, explanation)
+
+
+def _sleep_config(config: SleepConfig | None, settings: Mapping[str, Any]) -> SleepConfig:
+    base = config or SleepConfig()
+    if not settings:
+        return base
+    known = set(SleepConfig.__dataclass_fields__)
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise InvalidInputError(
+            f"unknown sleep setting(s): {', '.join(unknown)}",
+            hint=f"use one of: {', '.join(sorted(known))}",
+        )
+    return replace(base, **settings)

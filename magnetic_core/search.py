@@ -63,6 +63,8 @@ class SearchPlan:
     min_cells: int = 0
     list_size: int = 32
     group_spread: float = 2.0
+    # Cells left out whatever they score (superseded cells under ``current_only``).
+    exclude: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -465,6 +467,16 @@ def _rank(
         )
 
     k = plan.k
+    if plan.exclude:
+        # Excluded cells (few) are dropped before the top k are taken.
+        drop = np.fromiter((c in plan.exclude for c in ids), dtype=bool, count=len(ids))
+        if drop.any():
+            keep = np.flatnonzero(~drop)
+            rank = rank[keep]
+            scores = scores[keep]
+            boosts = None if boosts is None else boosts[keep]
+            lex = None if lex is None else lex[keep]
+            ids = [ids[i] for i in keep.tolist()]
     if plan.predicate is None:
         if len(ids) > k:
             top = np.argpartition(-rank, k - 1)[:k]

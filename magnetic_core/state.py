@@ -7,6 +7,7 @@ the store fails midway, the state in use is untouched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from magnetic_core.calibration import Calibration
@@ -29,8 +30,13 @@ class MemoryState:
     writeback: WriteBack
 
 
-def load_state(store: ChromaStore, dim: int, config: MemoryConfig) -> MemoryState:
+def load_state(
+    store: ChromaStore, dim: int, config: MemoryConfig, replay: Mapping[str, str] | None = None
+) -> MemoryState:
     """Read every stored cell into a new state (writes nothing).
+
+    ``replay`` maps cell ids to the group an interrupted sleep pass was moving them to;
+    those cells are placed there and marked moved, so the next write-back persists them.
 
     Raises:
         PersistenceError: Chroma could not be read; nothing was changed.
@@ -38,7 +44,8 @@ def load_state(store: ChromaStore, dim: int, config: MemoryConfig) -> MemoryStat
     index = HierIndex(dim, config.max_group_size)
     catalog = Catalog()
     for row in store.load():
-        index.place(row.id, row.vector, row.group_id, row.seq)
+        gid = replay.get(row.id, row.group_id) if replay else row.group_id
+        index.place(row.id, row.vector, gid, row.seq)
         catalog.put(
             row.id,
             CellRecord(
@@ -51,6 +58,8 @@ def load_state(store: ChromaStore, dim: int, config: MemoryConfig) -> MemoryStat
             ),
         )
     index.finish_placing()
+    if replay:
+        index.moved.update(c for c in replay if c in index.loc)
     calibration = Calibration(config, store.settings())
     writeback = WriteBack(store, index, catalog, store.group_cache())
     return MemoryState(index, catalog, calibration, writeback)

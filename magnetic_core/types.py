@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Cell", "GroupInfo", "Hit", "MergePlan", "Route", "Stats"]
+__all__ = ["Cell", "GroupInfo", "Hit", "MergePlan", "Route", "SleepReport", "Stats"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,10 @@ class Cell:
         entities: entities extracted from the text (lower-cased).
         created_at: UNIX time the id was first stored.
         updated_at: UNIX time of the last upsert.
-        contradictions: links recorded by sleep mode: ``{"other", "explanation", "at"}``.
+        contradictions: links recorded by sleep mode: ``{"other", "explanation", "at"}``,
+            plus ``"supersession": "superseded_by" | "supersedes"`` where one replaced the other.
+        superseded_by: id of the newer cell that replaced this one (None while current).
+        superseded_at: UNIX time it was marked superseded.
     """
 
     id: str
@@ -31,6 +34,13 @@ class Cell:
     created_at: float = 0.0
     updated_at: float = 0.0
     contradictions: tuple[dict[str, Any], ...] = ()
+    superseded_by: str | None = None
+    superseded_at: float | None = None
+
+    @property
+    def is_current(self) -> bool:
+        """Whether no newer cell superseded this one."""
+        return self.superseded_by is None
 
 
 @dataclass(frozen=True)
@@ -128,6 +138,10 @@ class Stats:
         dim: the embedding dimension.
         namespace: the namespace.
         entities: number of distinct entities indexed.
+        singleton_share: share of groups holding one cell.
+        imbalance: ``G * sum(size^2) / N^2`` (1.0 when all groups are equally large).
+        size_percentiles: group sizes at the 50th, 90th and 99th percentile.
+        superseded: cells marked superseded by a newer one.
     """
 
     count: int
@@ -142,6 +156,10 @@ class Stats:
     dim: int
     namespace: str
     entities: int
+    singleton_share: float = 0.0
+    imbalance: float = 0.0
+    size_percentiles: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    superseded: int = 0
 
 
 @dataclass(frozen=True)
@@ -159,3 +177,49 @@ class MergePlan:
 
     def __len__(self) -> int:
         return len(self.pairs)
+
+
+@dataclass(frozen=True)
+class SleepReport:
+    """What one sleep pass did (or, with ``dry_run``, would do).
+
+    Attributes:
+        dry_run: nothing was changed; ``after`` is the predicted state.
+        merges: ``(kept_group, absorbed_group, centroid_similarity)``.
+        absorbed: ``(fragment_group, into_group)`` for fragments whose cells were absorbed.
+        splits: ``(group, new_group)``.
+        moved: cells whose group changed.
+        dropped: groups left empty and removed.
+        relabelled: ``(group, old_label, new_label)`` of groups whose label changed.
+        changed_groups: groups whose membership changed (what the LLM half reviews).
+        thresholds: the values used (``join``, ``merge``, ``absorb``, ``split``).
+        sources: where each threshold came from (``fitted`` or ``configured``).
+        before: ``stats()`` before the pass.
+        after: ``stats()`` after it (predicted counts and cohesion for a dry run).
+        seconds: wall time of the pass.
+    """
+
+    dry_run: bool
+    merges: tuple[tuple[str, str, float], ...]
+    absorbed: tuple[tuple[str, str], ...]
+    splits: tuple[tuple[str, str], ...]
+    moved: int
+    dropped: tuple[str, ...]
+    relabelled: tuple[tuple[str, str, str], ...]
+    changed_groups: tuple[str, ...]
+    thresholds: dict[str, float]
+    sources: dict[str, str]
+    before: Stats
+    after: Stats
+    seconds: float
+
+    def summary(self) -> str:
+        """One line for logs and the CLI."""
+        verb = "would move" if self.dry_run else "moved"
+        return (
+            f"{len(self.merges)} merges, {len(self.absorbed)} fragments absorbed, "
+            f"{len(self.splits)} splits, {verb} {self.moved} cells, {len(self.dropped)} groups "
+            f"dropped; groups {self.before.groups} -> {self.after.groups}, singleton share "
+            f"{self.before.singleton_share:.1%} -> {self.after.singleton_share:.1%}, mean "
+            f"cohesion {self.before.mean_cohesion:.3f} -> {self.after.mean_cohesion:.3f}"
+        )

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from magnetic_core import MagneticError, MagneticMemory, MemoryConfig
 from magnetic_core.embeddings import Embedder, HashingEmbedder, default_embedder
+from magnetic_langchain.sleep_cli import add_sleep_arguments, hit_json, hit_links_line, run_sleep
 
 __all__ = ["main"]
 
@@ -80,6 +81,7 @@ def _print_hits(mem: MagneticMemory, query: str, k: int, out: TextIO, explain: b
             route = f"  via {'+'.join(hit.route.stages)}"
             route += f" (cos {hit.score:.3f} {' '.join(extras)})" if extras else ""
         out.write(f"  {hit.rank_score:.3f}  [{hit.group_label}]  {hit.text[:72]}{route}\n")
+        out.write(hit_links_line(hit))
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
@@ -122,24 +124,7 @@ def cmd_search(args: argparse.Namespace, out: TextIO) -> int:
     with _open(args) as mem:
         hits = mem.search(args.query, k=args.k, filter=where, explain=args.explain)
         if args.json:
-            out.write(
-                json.dumps(
-                    [
-                        {
-                            "id": h.id,
-                            "score": h.score,
-                            "group": h.group_id,
-                            "label": h.group_label,
-                            "text": h.text,
-                            "metadata": h.metadata,
-                        }
-                        for h in hits
-                    ],
-                    default=str,
-                    indent=2,
-                )
-                + "\n"
-            )
+            out.write(json.dumps([hit_json(h) for h in hits], default=str, indent=2) + "\n")
         else:
             _print_hits(mem, args.query, args.k, out, args.explain)
     return 0
@@ -164,44 +149,8 @@ def cmd_delete(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_sleep(args: argparse.Namespace, out: TextIO) -> int:
-    if args.check:
-        return _sleep_and_check(args, out)
     with _open(args) as mem:
-        plan = mem.plan_merges(args.merge_threshold)
-        out.write(f"{len(plan)} merges planned at threshold {plan.threshold:.2f}\n")
-        for keep, absorb, sim in plan.pairs:
-            out.write(f"  {absorb} -> {keep}  (similarity {sim:.3f})\n")
-        if not args.dry_run:
-            kept = mem.apply_merges(plan)
-            out.write(f"merged into {len(kept)} groups\n")
-    return 0
-
-
-def _sleep_and_check(args: argparse.Namespace, out: TextIO) -> int:
-    """Merge, then have an Ollama chat model look for contradictions in merged groups."""
-    from langchain_ollama import ChatOllama
-
-    from magnetic_langchain.consolidation import create_consolidation_chain
-
-    llm = ChatOllama(model=args.llm_model, base_url=args.ollama_host, temperature=0)
-    with _open(args) as mem:
-        chain = create_consolidation_chain(
-            mem, llm, merge_threshold=args.merge_threshold, check=args.check
-        )
-        result = chain.invoke({})
-        out.write(f"merged {len(result.merges)} group pairs\n")
-        for keep, absorb, sim in result.merges:
-            out.write(f"  {absorb} -> {keep}  (similarity {sim:.3f})\n")
-        out.write(
-            f"checked {len(result.checked_groups)} groups with {args.llm_model}: "
-            f"{len(result.contradictions)} contradictions recorded\n"
-        )
-        for c in result.contradictions:
-            a, b = mem.get([c.cell_a, c.cell_b])
-            out.write(f"  ! {a.text[:70]}\n    vs {b.text[:70]}\n    {c.explanation}\n")
-        for problem in result.rejected:
-            out.write(f"  (unusable answer) {problem}\n")
-    return 0
+        return run_sleep(mem, args, out)
 
 
 def _store_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -260,19 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("ids", nargs="+")
     delete.set_defaults(func=cmd_delete)
 
-    sleep = sub.add_parser("sleep", parents=[common], help="merge groups whose centroids converged")
-    sleep.add_argument("--merge-threshold", type=float, default=None)
-    sleep.add_argument("--dry-run", action="store_true")
-    sleep.add_argument(
-        "--check",
-        nargs="?",
-        const="merged",
-        choices=["merged", "all"],
-        help="after merging, ask an Ollama chat model for contradictions in the merged "
-        "groups (or in all groups with --check all); both sides are kept and linked",
+    sleep = sub.add_parser(
+        "sleep", parents=[common], help="consolidate the hierarchy; --check for contradictions"
     )
-    sleep.add_argument("--llm-model", default="llama3.2", help="Ollama chat model for --check")
-    sleep.add_argument("--ollama-host", default=None, help="Ollama address for --check")
+    add_sleep_arguments(sleep)
     sleep.set_defaults(func=cmd_sleep)
 
     from magnetic_langchain.agent.commands import register as register_agent

@@ -14,12 +14,23 @@ from langchain_core.documents import Document
 
 from magnetic_core import Cell, Hit
 from magnetic_core.ranking import maximal_marginal_relevance
+from magnetic_core.supersession import (
+    CONTRADICTIONS_KEY,
+    SUPERSEDED_AT_KEY,
+    SUPERSEDED_BY_KEY,
+    SUPERSEDES_KEY,
+    link_metadata,
+)
 
 __all__ = [
+    "CONTRADICTIONS_KEY",
     "EXPANDED_FROM_KEY",
     "GROUP_ID_KEY",
     "GROUP_LABEL_KEY",
     "SCORE_KEY",
+    "SUPERSEDED_AT_KEY",
+    "SUPERSEDED_BY_KEY",
+    "SUPERSEDES_KEY",
     "cell_to_document",
     "cosine_distance",
     "hit_to_document",
@@ -60,6 +71,9 @@ def cell_to_document(
     Cells written through the LlamaIndex store of the same memory carry LlamaIndex's node
     serialisation (``_node_content``, ``_node_type``); those two bookkeeping keys are left
     out so an LLM reading the document does not get the node's JSON a second time.
+    With the group keys come the cell's links, where it has any: contradictions
+    (``magnetic_contradictions``) and supersession (``magnetic_superseded_by``,
+    ``magnetic_superseded_at``, ``magnetic_supersedes``).
     """
     metadata = dict(cell.metadata)
     if isinstance(metadata.get("_node_content"), str) and "_node_type" in metadata:
@@ -67,6 +81,7 @@ def cell_to_document(
     if group_label is not None:
         metadata[GROUP_ID_KEY] = cell.group_id
         metadata[GROUP_LABEL_KEY] = group_label
+        metadata.update(link_metadata(cell))
     if extra:
         metadata.update(extra)
     return Document(page_content=cell.text, metadata=metadata, id=cell.id)

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from magnetic_core import Cell, Hit, MagneticError
-from magnetic_langchain.agent._compat import current_search, superseded_by
+from magnetic_core.supersession import describe_links
 from magnetic_langchain.documents import cell_to_document, hit_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
@@ -129,13 +129,8 @@ class _MemoryTool(BaseTool):
 
 def _links(cell: Cell) -> str:
     """Contradiction and supersession links of a cell, for the model to weigh."""
-    parts = []
-    newer = superseded_by(cell)
-    if newer:
-        parts.append(f"superseded by id={newer}")
-    for link in cell.contradictions:
-        parts.append(f"contradicts id={link['other']}: {link['explanation']}")
-    return f" | ({'; '.join(parts)})" if parts else ""
+    links = describe_links(cell, width=120)
+    return f" | NOTE: {links}" if links else ""
 
 
 def _format_hits(hits: list[Hit]) -> str:
@@ -169,7 +164,7 @@ class SearchMemoryTool(_MemoryTool):
 
     def _run(self, query: str, k: int = 4, **_: Any) -> tuple[str, list[Document]]:
         try:
-            hits = current_search(self.store.memory, query, k)
+            hits = self.store.memory.search(query, k=k, current_only=True)
         except MagneticError as e:
             raise ToolException(str(e)) from e
         return _format_hits(hits), [hit_to_document(h, with_group=True) for h in hits]

@@ -20,9 +20,23 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 
 from magnetic_core.codec import validate_metadata
 from magnetic_core.errors import DimensionError, InvalidInputError, MetadataError
+from magnetic_core.supersession import (
+    CONTRADICTIONS_KEY,
+    SUPERSEDED_AT_KEY,
+    SUPERSEDED_BY_KEY,
+    SUPERSEDES_KEY,
+    link_metadata,
+)
 from magnetic_core.types import Cell
 
-__all__ = ["BOOKKEEPING_KEYS", "NodeRecords", "cell_to_node", "nodes_to_records"]
+__all__ = [
+    "BOOKKEEPING_KEYS",
+    "LINK_KEYS",
+    "NodeRecords",
+    "cell_to_node",
+    "link_node_metadata",
+    "nodes_to_records",
+]
 
 NODE_CONTENT = "_node_content"
 NODE_TYPE = "_node_type"
@@ -124,3 +138,20 @@ def cell_to_node(cell: Cell) -> BaseNode:
     stored = json.loads(meta[NODE_CONTENT]).get("metadata") or {}
     node.metadata = {k: (v if k in BOOKKEEPING_KEYS else meta.get(k, v)) for k, v in stored.items()}
     return node
+
+
+LINK_KEYS = (CONTRADICTIONS_KEY, SUPERSEDED_BY_KEY, SUPERSEDED_AT_KEY, SUPERSEDES_KEY)
+"""Metadata keys of a cell's contradiction and supersession links on retrieved nodes."""
+
+
+def link_node_metadata(node: BaseNode, cell: Cell) -> None:
+    """Add ``cell``'s links (if any) to ``node.metadata``, kept out of its embedding text.
+
+    They stay in the text an LLM reads, so a superseded fact is seen as such.
+    """
+    links = link_metadata(cell)
+    if not links:
+        return
+    node.metadata.update(links)
+    excluded = node.excluded_embed_metadata_keys
+    node.excluded_embed_metadata_keys = [*excluded, *(k for k in links if k not in excluded)]

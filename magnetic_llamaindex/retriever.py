@@ -18,7 +18,7 @@ from magnetic_core.memory import MagneticMemory
 from magnetic_core.types import Cell, GroupInfo, Hit
 from magnetic_llamaindex.embeddings import embed_query_text
 from magnetic_llamaindex.filters import to_predicate
-from magnetic_llamaindex.nodes import cell_to_node
+from magnetic_llamaindex.nodes import cell_to_node, link_node_metadata
 from magnetic_llamaindex.plan import check_count
 from magnetic_llamaindex.vector_store import MagneticVectorStore
 
@@ -182,6 +182,7 @@ def _scored(
     node.metadata[GROUP_LABEL_KEY] = label
     if expanded_from is not None:
         node.metadata[EXPANDED_FROM_KEY] = expanded_from
+    link_node_metadata(node, cell)
     excluded = node.excluded_embed_metadata_keys
     node.excluded_embed_metadata_keys = [*excluded, *(k for k in _ADDED_KEYS if k not in excluded)]
     return NodeWithScore(node=node, score=score)

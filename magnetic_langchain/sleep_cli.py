@@ -1,0 +1,168 @@
+"""The ``magnetic sleep`` command and how the CLI shows a hit's contradiction links.
+
+``magnetic sleep`` runs one consolidation pass and prints its report (``--dry-run``: the
+plan; ``--json``: machine-readable). ``--check`` then asks an Ollama chat model for
+contradictions in the groups the pass changed (``--check all``: every group); when the
+model cannot be reached or fails, the command says so and exits non-zero, naming the fix.
+LangChain is imported only for ``--check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Any, TextIO
+
+from magnetic_core import Hit, InvalidInputError, MagneticMemory
+from magnetic_core.llm_json import LLMError, LLMUnavailableError
+from magnetic_core.supersession import describe_links
+from magnetic_core.types import SleepReport
+
+__all__ = ["add_sleep_arguments", "hit_json", "hit_links_line", "register", "run_sleep"]
+
+_FIX = "start Ollama (`ollama serve`, then `ollama pull {model}`) or pass --ollama-host HOST:PORT"
+
+
+def add_sleep_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``magnetic sleep``."""
+    parser.add_argument(
+        "--merge-threshold",
+        type=float,
+        default=None,
+        help="centroid similarity for merging (default: fitted to the data; the seed used 0.85)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    parser.add_argument(
+        "--check",
+        nargs="?",
+        const="changed",
+        choices=["changed", "merged", "all"],
+        help="after the pass, ask an Ollama chat model for contradictions in the groups it "
+        "changed (or merged, or all); both sides are kept, linked, the newer supersedes",
+    )
+    parser.add_argument("--llm-model", default="llama3.2", help="Ollama chat model for --check")
+    parser.add_argument("--ollama-host", default=None, help="Ollama address for --check")
+    parser.add_argument("--max-groups", type=int, default=50, help="groups reviewed per run")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add ``sleep`` to a CLI; its handler needs ``open_memory(args, create=False)``."""
+    parser = subparsers.add_parser(
+        "sleep", parents=parents, help="consolidate the hierarchy; --check for contradictions"
+    )
+    add_sleep_arguments(parser)
+    return parser
+
+
+def run_sleep(mem: MagneticMemory, args: argparse.Namespace, out: TextIO) -> int:
+    """Run the command on an open memory; returns the exit code.
+
+    Raises:
+        LLMError: ``--check`` could not reach or use the model (after printing the pass).
+    """
+    if args.check and args.dry_run:
+        raise InvalidInputError(
+            "--check records contradictions after the pass", hint="drop --dry-run"
+        )
+    settings = {} if args.merge_threshold is None else {"merge_threshold": args.merge_threshold}
+    if not args.check:
+        report = mem.sleep(dry_run=args.dry_run, **settings)
+        if args.json:
+            out.write(json.dumps(_report_json(report), indent=2, default=str) + "\n")
+        else:
+            _print_report(report, out)
+        return 0
+    from langchain_ollama import ChatOllama
+
+    from magnetic_langchain.consolidation import create_consolidation_chain
+
+    llm = ChatOllama(model=args.llm_model, base_url=args.ollama_host, temperature=0)
+    chain = create_consolidation_chain(
+        mem, llm, check=args.check, max_groups=args.max_groups, merge_threshold=args.merge_threshold
+    )
+    result = chain.invoke({})
+    if args.json:
+        payload = {
+            "report": _report_json(result.report) if result.report else None,
+            **{k: v for k, v in dataclasses.asdict(result).items() if k != "report"},
+            "ok": result.ok,
+        }
+        out.write(json.dumps(payload, indent=2, default=str) + "\n")
+    else:
+        if result.report is not None:
+            _print_report(result.report, out)
+        _print_check(mem, result, args.llm_model, out)
+    if not result.ok:
+        unreachable = any("could not be reached" in f for f in result.failures)
+        kind = LLMUnavailableError if unreachable else LLMError
+        raise kind(
+            f"the contradiction check with {args.llm_model!r} failed: {result.failures[0]}",
+            hint=_FIX.format(model=args.llm_model) if unreachable else "check the model runs",
+        )
+    return 0
+
+
+def _print_report(report: SleepReport, out: TextIO) -> None:
+    out.write(("plan: " if report.dry_run else "sleep: ") + report.summary() + "\n")
+    t, src = report.thresholds, report.sources
+    if t:
+        out.write(
+            "  thresholds: "
+            + ", ".join(f"{k} {v:.3f}" + (f" ({src[k]})" if k in src else "") for k, v in t.items())
+            + "\n"
+        )
+    for keep, absorb, sim in report.merges:
+        out.write(f"  merge {absorb} -> {keep}  (similarity {sim:.3f})\n")
+    for group, new in report.splits[:20]:
+        out.write(f"  split {group} -> {group} + {new}\n")
+    for gid, old, new in report.relabelled[:20]:
+        out.write(f"  relabel {gid}: {old} -> {new}\n")
+    out.write(f"  took {report.seconds:.2f} s\n")
+
+
+def _print_check(mem: MagneticMemory, result: Any, model: str, out: TextIO) -> None:
+    out.write(
+        f"checked {len(result.checked_groups)} groups with {model} in {result.calls} calls: "
+        f"{len(result.contradictions)} contradictions recorded\n"
+    )
+    superseded = dict(result.superseded)
+    for c in result.contradictions:
+        a, b = mem.get([c.a, c.b])
+        out.write(f"  ! {a.text[:70]}\n    vs {b.text[:70]}\n    {c.explanation}\n")
+        for old in (c.a, c.b):
+            if old in superseded:
+                out.write(f"    -> {old} superseded by {superseded[old]}\n")
+    for problem in result.rejected:
+        out.write(f"  (unusable answer) {problem}\n")
+    for failure in result.failures:
+        out.write(f"  (failed) {failure}\n")
+    if result.skipped_groups:
+        out.write(f"  {len(result.skipped_groups)} groups left for the next run (--max-groups)\n")
+
+
+def _report_json(report: SleepReport) -> dict[str, Any]:
+    return dataclasses.asdict(report)
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """A hit as the CLI's JSON: ids, score, group, text, metadata and its links."""
+    cell = hit.cell
+    return {
+        "id": hit.id,
+        "score": hit.score,
+        "group": hit.group_id,
+        "label": hit.group_label,
+        "text": hit.text,
+        "metadata": hit.metadata,
+        "contradictions": [dict(x) for x in cell.contradictions],
+        "superseded_by": cell.superseded_by,
+        "superseded_at": cell.superseded_at,
+    }
+
+
+def hit_links_line(hit: Hit) -> str:
+    """The line printed under a hit that has links ("" when it has none)."""
+    links = describe_links(hit.cell, width=80)
+    return f"        ! {links}\n" if links else ""

@@ -1,0 +1,263 @@
+"""Sleep mode for LlamaIndex users: the same consolidation run, with a LlamaIndex LLM.
+
+:func:`consolidate` runs the core's numeric pass, then shows the changed groups' facts to
+``llm`` in calls that cover every close pair, and records contradictions (the newer fact
+superseding the older), exactly as the LangChain chain does; only the model call differs.
+Answers come through the model's own structured output when it has one (a function
+calling model, or an LLM class with its own ``structured_predict`` such as LlamaIndex's
+Ollama, which passes the JSON schema as ``format``), else from its chat text, repaired
+(:func:`magnetic_core.llm_json.parse_model_json`) and retried once with the parse error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from llama_index.core.llms import LLM, ChatMessage
+from llama_index.core.prompts import ChatPromptTemplate
+from pydantic import BaseModel, ValidationError
+
+from magnetic_core.consolidate import (
+    ConsolidationResult,
+    Consolidator,
+    aask_each,
+    as_facts,
+    ask_each,
+    raise_failures,
+)
+from magnetic_core.llm_json import (
+    LLMError,
+    LLMUnavailableError,
+    StructuredOutputError,
+    format_instructions,
+    is_unreachable,
+    parse_model_json,
+)
+from magnetic_core.memory import MagneticMemory
+from magnetic_core.review import Call, Contradiction, ContradictionReport, plan_calls
+
+__all__ = [
+    "ConsolidationResult",
+    "Contradiction",
+    "aconsolidate",
+    "afind_contradictions",
+    "consolidate",
+    "find_contradictions",
+    "predict_structured",
+]
+
+logger = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def _has_native(llm: LLM) -> bool:
+    # LlamaIndex wraps methods per class, so compare where they were defined, not identity
+    own = getattr(type(llm).structured_predict, "__qualname__", "") != "LLM.structured_predict"
+    return own or bool(getattr(llm.metadata, "is_function_calling_model", False))
+
+
+def _messages(call_messages: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+    return [
+        ChatMessage(role=role if role != "human" else "user", content=text)
+        for role, text in call_messages
+    ]
+
+
+def _template(chat: list[ChatMessage]) -> ChatPromptTemplate:
+    # facts are data, not template variables: braces in them must survive formatting
+    escaped = [
+        ChatMessage(role=m.role, content=(m.content or "").replace("{", "{{").replace("}", "}}"))
+        for m in chat
+    ]
+    return ChatPromptTemplate(message_templates=escaped)
+
+
+def _error(e: Exception) -> LLMError:
+    if isinstance(e, LLMError):
+        return e
+    if is_unreachable(e):
+        return LLMUnavailableError(
+            f"the language model could not be reached: {e}",
+            hint="start the model's server (for Ollama: `ollama serve`) or fix its base_url",
+        )
+    return LLMError(f"the language model failed: {type(e).__name__}: {e}")
+
+
+def predict_structured(
+    llm: LLM, messages: Sequence[tuple[str, str]], schema: type[S], *, retries: int = 1
+) -> S:
+    """A LlamaIndex LLM's answer as an instance of ``schema`` (see the module docstring).
+
+    Raises:
+        LLMUnavailableError: the model could not be reached.
+        LLMError: the model raised.
+        StructuredOutputError: the answer could not be repaired into ``schema``.
+    """
+    chat = _messages(messages)
+    if _has_native(llm):
+        try:
+            return llm.structured_predict(schema, _template(chat))
+        except (ValidationError, ValueError) as e:
+            logger.info("native structured output failed (%s); parsing the chat text", e)
+        except Exception as e:
+            raise _error(e) from e
+    system = ChatMessage(role="system", content=format_instructions(schema))
+    chat = [system, *chat]
+    for attempt in range(retries + 1):
+        try:
+            raw = llm.chat(chat).message.content or ""
+        except Exception as e:
+            raise _error(e) from e
+        try:
+            return parse_model_json(raw, schema)
+        except StructuredOutputError as e:
+            if attempt == retries:
+                raise
+            chat = [
+                *chat,
+                ChatMessage(role="assistant", content=raw or "(empty answer)"),
+                ChatMessage(
+                    role="user",
+                    content=f"Your answer could not be used: "
+                    f"{e.message}. Reply again with only the JSON object.",
+                ),
+            ]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def apredict_structured(
+    llm: LLM, messages: Sequence[tuple[str, str]], schema: type[S], *, retries: int = 1
+) -> S:
+    """Async :func:`predict_structured`."""
+    chat = _messages(messages)
+    if _has_native(llm):
+        try:
+            return await llm.astructured_predict(schema, _template(chat))
+        except (ValidationError, ValueError) as e:
+            logger.info("native structured output failed (%s); parsing the chat text", e)
+        except Exception as e:
+            raise _error(e) from e
+    chat = [ChatMessage(role="system", content=format_instructions(schema)), *chat]
+    for attempt in range(retries + 1):
+        try:
+            raw = (await llm.achat(chat)).message.content or ""
+        except Exception as e:
+            raise _error(e) from e
+        try:
+            return parse_model_json(raw, schema)
+        except StructuredOutputError as e:
+            if attempt == retries:
+                raise
+            chat = [
+                *chat,
+                ChatMessage(role="assistant", content=raw or "(empty answer)"),
+                ChatMessage(
+                    role="user",
+                    content=f"Your answer could not be used: "
+                    f"{e.message}. Reply again with only the JSON object.",
+                ),
+            ]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def consolidate(
+    memory: MagneticMemory | Any,
+    llm: LLM,
+    *,
+    check: str = "changed",
+    max_groups: int = 50,
+    cells_per_call: int = 24,
+    neighbours: int = 4,
+    retries: int = 1,
+    sleep: bool = True,
+    merge_threshold: float | None = None,
+) -> ConsolidationResult:
+    """Run one consolidation pass over ``memory`` with a LlamaIndex ``llm``.
+
+    Args:
+        memory: a :class:`~magnetic_core.MagneticMemory` or this package's vector store.
+        llm: any LlamaIndex LLM (e.g. ``llama_index.llms.ollama.Ollama``).
+        check, max_groups, cells_per_call, neighbours, retries, sleep, merge_threshold:
+            as in ``magnetic_langchain.create_consolidation_chain``.
+
+    Returns:
+        A :class:`~magnetic_core.consolidate.ConsolidationResult`; ``ok`` is False when a
+        model call failed (the failures are listed, nothing is hidden).
+
+    Example:
+        ```python
+        from llama_index.llms.ollama import Ollama
+
+        result = consolidate(store.memory, Ollama(model="llama3.2"))
+        print(result.contradictions, result.failures)
+        ```
+    """
+    worker = _worker(memory, check, max_groups, cells_per_call, neighbours, sleep, merge_threshold)
+    return worker.run(
+        lambda call: predict_structured(llm, call.messages, ContradictionReport, retries=retries)
+    )
+
+
+async def aconsolidate(
+    memory: MagneticMemory | Any, llm: LLM, **kwargs: Any
+) -> ConsolidationResult:
+    """Async :func:`consolidate`."""
+    retries = kwargs.pop("retries", 1)
+    worker = _worker(memory, **kwargs)
+
+    async def ask(call: Call) -> ContradictionReport:
+        return await apredict_structured(llm, call.messages, ContradictionReport, retries=retries)
+
+    return await worker.arun(ask)
+
+
+def _worker(
+    memory: Any,
+    check: str = "changed",
+    max_groups: int = 50,
+    cells_per_call: int = 24,
+    neighbours: int = 4,
+    sleep: bool = True,
+    merge_threshold: float | None = None,
+) -> Consolidator:
+    mem = getattr(memory, "memory", memory)
+    if not isinstance(mem, MagneticMemory):
+        raise TypeError(f"expected a MagneticMemory or store, got {type(memory).__name__}")
+    return Consolidator(
+        mem,
+        check=check,
+        max_groups=max_groups,
+        cells_per_call=cells_per_call,
+        neighbours=neighbours,
+        sleep=sleep,
+        merge_threshold=merge_threshold,
+    )
+
+
+def find_contradictions(
+    llm: LLM, facts: Sequence[Any], *, retries: int = 1, **budget: Any
+) -> list[Contradiction]:
+    """Contradicting pairs among ``(id, text[, timestamp])`` facts, with a LlamaIndex LLM.
+
+    ``budget``: ``cells_per_call``, ``vectors``, ``neighbours`` (see the core's review).
+    """
+    calls = plan_calls(as_facts(facts), **budget)
+    answers = ask_each(
+        calls, lambda c: predict_structured(llm, c.messages, ContradictionReport, retries=retries)
+    )
+    return raise_failures(calls, answers).contradictions
+
+
+async def afind_contradictions(
+    llm: LLM, facts: Sequence[Any], *, retries: int = 1, **budget: Any
+) -> list[Contradiction]:
+    """Async :func:`find_contradictions`."""
+    calls = plan_calls(as_facts(facts), **budget)
+
+    async def ask(call: Call) -> ContradictionReport:
+        return await apredict_structured(llm, call.messages, ContradictionReport, retries=retries)
+
+    return raise_failures(calls, await aask_each(calls, ask)).contradictions
