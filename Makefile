@@ -9,7 +9,7 @@ install:
 	$(INSTALL)
 
 demo: install
-	$(PY) -m magnetic_langchain.cli demo --path ./magnetic_demo_store
+	$(PY) -m magnetic_langchain.cli demo
 
 test: install
 	$(PY) -m pytest -q

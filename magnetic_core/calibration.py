@@ -31,7 +31,8 @@ class Calibration:
 
     Args:
         config: the memory's settings.
-        settings: what the store persisted (``mag_threshold``, ``mag_calibrated_n``).
+        settings: what the store persisted (``mag_threshold``, ``mag_calibrated_n``, and
+            ``mag_join_threshold`` when one was chosen at creation).
     """
 
     def __init__(self, config: MemoryConfig, settings: Mapping[str, Any]) -> None:
@@ -40,6 +41,8 @@ class Calibration:
         self.calibrated_n = int(settings.get("mag_calibrated_n", 0))
         if config.join_threshold is not None:
             self.threshold, self.source = config.join_threshold, "configured"
+        elif "mag_join_threshold" in settings:  # chosen when the store was created
+            self.threshold, self.source = float(settings["mag_join_threshold"]), "configured"
         elif "mag_threshold" in settings:
             self.threshold, self.source = float(settings["mag_threshold"]), "calibrated"
         else:

@@ -32,11 +32,11 @@ from magnetic_core.journal import Journal, WriterClock
 from magnetic_core.lexical import LexicalIndex
 from magnetic_core.persistence import ChromaStore, open_client
 from magnetic_core.search import SearchPlan, run_search
-from magnetic_core.state import load_state
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, SleepReport, Stats
 from magnetic_core.sleep import SleepConfig
 from magnetic_core.sleeper import Sleeper, finish_recovery, recover
+from magnetic_core.state import load_state
 from magnetic_core.supersession import link_cells, newer_of, superseded_by, superseded_ids
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, SleepReport, Stats
 
 __all__ = ["MagneticMemory"]
 
@@ -93,7 +93,9 @@ class MagneticMemory:
         self._superseded: set[str] = set()
         try:
             self._store.open()
-            self._store.check_stamp(self.embedder.name, self.embedder.dim)
+            self._store.check_stamp(
+                self.embedder.name, self.embedder.dim, join_threshold=self.config.join_threshold
+            )
             self._journal = Journal(self._store, self.embedder.dim)
             self._clock = WriterClock(self._store)
             self._reload()

@@ -29,7 +29,7 @@ from magnetic_core.errors import (
     PersistenceError,
 )
 
-__all__ = ["ChromaStore", "StoredCell", "open_client", "read_stamp"]
+__all__ = ["ChromaStore", "StoredCell", "open_client", "read_settings", "read_stamp"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ JOURNAL_KEY = "_mag_j"
 _HINT = (
     "check the Chroma path or server; the memory reloads what is stored once Chroma answers"
 )
+# Settings that describe how the store was built; clear() keeps them.
+_STAMP_KEYS = ("mag_embedder", "mag_dim", "mag_schema", "mag_join_threshold")
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,48}[A-Za-z0-9]$|^[A-Za-z0-9]$")
 
 
@@ -105,6 +107,34 @@ def read_stamp(client: Any, namespace: str) -> tuple[str, int] | None:
     return str(meta["mag_embedder"]), int(meta["mag_dim"])
 
 
+def read_settings(client: Any, namespace: str) -> dict[str, Any] | None:
+    """Everything stamped on a namespace (embedder, dimension, schema, thresholds), or None
+    if the namespace does not exist.
+
+    Read-only: nothing is created, so a caller can choose the embedder before opening.
+
+    Raises:
+        InvalidInputError: the namespace is not a valid name.
+        PersistenceError: Chroma failed.
+    """
+    _check_namespace(namespace)
+    try:
+        names = {getattr(c, "name", c) for c in client.list_collections()}
+        if f"mag-{namespace}-cells" not in names:
+            return None
+        return dict(client.get_collection(f"mag-{namespace}-cells").metadata or {})
+    except Exception as e:
+        raise PersistenceError(f"cannot read namespace {namespace!r} in Chroma: {e}") from e
+
+
+def _check_namespace(namespace: object) -> None:
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+        raise InvalidInputError(
+            f"invalid namespace {namespace!r}",
+            hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
+        )
+
+
 class ChromaStore:
     """Reads and writes one namespace of cells and groups in a Chroma client.
 
@@ -114,11 +144,7 @@ class ChromaStore:
     """
 
     def __init__(self, client: Any, namespace: str) -> None:
-        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
-            raise InvalidInputError(
-                f"invalid namespace {namespace!r}",
-                hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
-            )
+        _check_namespace(namespace)
         self.client = client
         self.namespace = namespace
         self.cells: Any = None
@@ -160,11 +186,20 @@ class ChromaStore:
     def settings(self) -> dict[str, Any]:
         return dict(self.cells.metadata or {})
 
-    def check_stamp(self, embedder_name: str, dim: int) -> None:
-        """Stamp a new store with the embedder; refuse to open an existing one with another."""
+    def check_stamp(
+        self, embedder_name: str, dim: int, *, join_threshold: float | None = None
+    ) -> None:
+        """Stamp a new store with the embedder; refuse to open an existing one with another.
+
+        A ``join_threshold`` chosen when the store is created is stamped too, so it is the
+        threshold in force when the store is reopened without one.
+        """
         meta = self.settings()
         if "mag_embedder" not in meta:
-            self.save_settings(mag_embedder=embedder_name, mag_dim=dim, mag_schema=SCHEMA_VERSION)
+            chosen = {} if join_threshold is None else {"mag_join_threshold": join_threshold}
+            self.save_settings(
+                mag_embedder=embedder_name, mag_dim=dim, mag_schema=SCHEMA_VERSION, **chosen
+            )
             return
         if meta["mag_embedder"] != embedder_name or int(meta["mag_dim"]) != dim:
             raise EmbedderMismatchError(
@@ -367,7 +402,7 @@ class ChromaStore:
         for name in self._names():
             self._call("clear", self.client.delete_collection, name)
         self.open()
-        keep = {k: v for k, v in meta.items() if k in ("mag_embedder", "mag_dim", "mag_schema")}
+        keep = {k: v for k, v in meta.items() if k in _STAMP_KEYS}
         if keep:
             self.save_settings(**keep)
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from magnetic_core.errors import InvalidInputError, MagneticError, PersistenceError
 from magnetic_core.index import Group, HierIndex
-from magnetic_core.sleep_journal import SleepJournal
 from magnetic_core.sleep import PassPlan, SleepConfig, plan_pass
+from magnetic_core.sleep_journal import SleepJournal
 from magnetic_core.types import SleepReport, Stats
 
 if TYPE_CHECKING:

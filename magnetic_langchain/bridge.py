@@ -16,6 +16,7 @@ from langchain_core.runnables.config import run_in_executor
 from magnetic_core import EmbeddingError, EmptyTextError, Hit, MagneticMemory
 from magnetic_langchain.arguments import check_mmr, check_search_options
 from magnetic_langchain.documents import maximal_marginal_relevance
+from magnetic_langchain.embeddings import LangChainEmbedder
 
 __all__ = ["MemoryBridge"]
 
@@ -30,7 +31,13 @@ class MemoryBridge:
 
     def __init__(self, memory: MagneticMemory, embedding: Embeddings) -> None:
         self.memory = memory
-        self.embedding = embedding
+        # The memory's own adapter when it has one: it adds the model's task prefixes.
+        adapter = memory.embedder
+        self.embedding: Embeddings | LangChainEmbedder = (
+            adapter
+            if isinstance(adapter, LangChainEmbedder) and adapter.embeddings is embedding
+            else embedding
+        )
 
     def search(
         self,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from magnetic_core.embeddings import Embedder
+from magnetic_core.embeddings import Embedder, OllamaEmbedder
 
 __all__ = [
     "LangChainEmbedder",
@@ -56,6 +56,9 @@ class LangChainEmbedder:
             embedding, when first needed.
         name: the name stamped on the store (default: class and model, see
             :func:`embedder_name`).
+        document_prefix: prepended to every document before it is embedded (task prefixes
+            such as nomic-embed-text's ``search_document: ``).
+        query_prefix: prepended to every query before it is embedded.
 
     Example:
         >>> from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -65,7 +68,13 @@ class LangChainEmbedder:
     """
 
     def __init__(
-        self, embeddings: Embeddings, *, dim: int | None = None, name: str | None = None
+        self,
+        embeddings: Embeddings,
+        *,
+        dim: int | None = None,
+        name: str | None = None,
+        document_prefix: str = "",
+        query_prefix: str = "",
     ) -> None:
         if not isinstance(embeddings, Embeddings):
             raise TypeError(
@@ -77,6 +86,8 @@ class LangChainEmbedder:
         self.embeddings = embeddings
         self._dim = dim
         self._name = name or embedder_name(embeddings)
+        self._document_prefix = document_prefix
+        self._query_prefix = query_prefix
 
     @property
     def name(self) -> str:
@@ -85,16 +96,28 @@ class LangChainEmbedder:
     @property
     def dim(self) -> int:
         if self._dim is None:
-            probe = self.embeddings.embed_query("dimension probe")
+            probe = self.embeddings.embed_query(self._query_prefix + "dimension probe")
             self._dim = len(probe)
             logger.debug("probed %s: %d dimensions", self._name, self._dim)
         return self._dim
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embeddings.embed_documents(list(texts)) if texts else []
+        if not texts:
+            return []
+        return self.embeddings.embed_documents([self._document_prefix + t for t in texts])
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embeddings.embed_query(text)
+        return self.embeddings.embed_query(self._query_prefix + text)
+
+    async def aembed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async :meth:`embed_documents` through the model's own async API."""
+        if not texts:
+            return []
+        return await self.embeddings.aembed_documents([self._document_prefix + t for t in texts])
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """Async :meth:`embed_query` through the model's own async API."""
+        return await self.embeddings.aembed_query(self._query_prefix + text)
 
 
 class MagneticEmbeddings(Embeddings):
@@ -127,10 +150,31 @@ class MagneticEmbeddings(Embeddings):
 
 
 def as_core_embedder(embeddings: Embeddings) -> Embedder:
-    """The core embedder behind ``embeddings``: unwrapped when it wraps one, else adapted."""
+    """The core embedder behind ``embeddings``: unwrapped when it wraps one, else adapted.
+
+    LangChain's ``OllamaEmbeddings`` is adapted to behave as the core's
+    :class:`~magnetic_core.embeddings.OllamaEmbedder`: it is stamped ``ollama/<model>`` (so
+    the CLI's ``--embedder ollama`` opens the same store) and sends the model's task
+    prefixes (``search_document:`` / ``search_query:`` for nomic-embed-text).
+    """
     if isinstance(embeddings, MagneticEmbeddings):
         return embeddings.embedder
+    model = _ollama_model(embeddings)
+    if model is not None:
+        doc, query = OllamaEmbedder.PREFIXES.get(model.split(":")[0], ("", ""))
+        return LangChainEmbedder(
+            embeddings, name=f"ollama/{model}", document_prefix=doc, query_prefix=query
+        )
     return LangChainEmbedder(embeddings)
+
+
+def _ollama_model(embeddings: Embeddings) -> str | None:
+    """The model of a ``langchain_ollama.OllamaEmbeddings`` (found without importing it)."""
+    cls = type(embeddings)
+    if cls.__name__ != "OllamaEmbeddings" or not cls.__module__.startswith("langchain_ollama"):
+        return None
+    model = getattr(embeddings, "model", None)
+    return model if isinstance(model, str) and model else None
 
 
 def as_langchain_embeddings(embedder: Embedder) -> Embeddings:

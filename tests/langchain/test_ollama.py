@@ -87,5 +87,7 @@ async def test_ollama_embeddings_drive_the_store(make_store: Any, ollama: FakeOl
         docs = await store.asimilarity_search("leaves for tea", k=1)
     assert [d.id for d in docs] == ["tea"]
     sent = [x for r in ollama.embed_requests for x in r["input"]]
-    assert texts[0] in sent and "leaves for tea" in sent
-    assert store.memory.stats().embedder == "langchain/OllamaEmbeddings/nomic-embed-text"
+    # nomic-embed-text's task prefixes are sent, as the core's OllamaEmbedder sends them,
+    # and the store is stamped with the name `magnetic --embedder ollama` opens.
+    assert "search_document: " + texts[0] in sent and "search_query: leaves for tea" in sent
+    assert store.memory.stats().embedder == "ollama/nomic-embed-text"

@@ -1,10 +1,8 @@
-"""The ``magnetic sleep`` command and how the CLI shows a hit's contradiction links.
+"""``magnetic sleep``: one consolidation pass; ``--check`` asks an LLM for contradictions.
 
-``magnetic sleep`` runs one consolidation pass and prints its report (``--dry-run``: the
-plan; ``--json``: machine-readable). ``--check`` then asks an Ollama chat model for
-contradictions in the groups the pass changed (``--check all``: every group); when the
-model cannot be reached or fails, the command says so and exits non-zero, naming the fix.
-LangChain is imported only for ``--check``.
+``magnetic sleep`` prints the pass's report (``--dry-run``: the plan; ``--json``: machine
+readable). When the model of ``--check`` cannot be reached or fails, the command says so and
+exits non-zero, naming the fix. LangChain is imported only for ``--check``.
 """
 
 from __future__ import annotations
@@ -14,12 +12,39 @@ import dataclasses
 import json
 from typing import Any, TextIO
 
-from magnetic_core import Hit, InvalidInputError, MagneticMemory
+from magnetic_core import InvalidInputError, MagneticMemory
 from magnetic_core.llm_json import LLMError, LLMUnavailableError
-from magnetic_core.supersession import describe_links
 from magnetic_core.types import SleepReport
+from magnetic_langchain.cli.options import UsageError, open_memory
 
-__all__ = ["add_sleep_arguments", "hit_json", "hit_links_line", "register", "run_sleep"]
+__all__ = ["register"]
+
+
+def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``sleep``."""
+    sleep = subparsers.add_parser(
+        "sleep",
+        parents=parents,
+        help="consolidate the hierarchy; --check looks for contradictions",
+        description="One consolidation pass (merge converged groups, absorb fragments, split "
+        "incoherent groups, reassign cells, relabel); with --check an Ollama chat model then "
+        "looks for contradictions in the groups it changed (both sides are kept and linked, "
+        "the newer supersedes the older).",
+    )
+    add_sleep_arguments(sleep)
+    sleep.set_defaults(func=cmd_sleep, check_args=_check_args)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.check and args.dry_run:
+        raise UsageError("--check records contradictions after the pass; drop --dry-run")
+
+
+def cmd_sleep(args: argparse.Namespace, out: TextIO) -> int:
+    """Run the pass (or print its plan with ``--dry-run``), then the check if asked."""
+    with open_memory(args, create=False) as mem:
+        return run_sleep(mem, args, out)
+
 
 _FIX = "start Ollama (`ollama serve`, then `ollama pull {model}`) or pass --ollama-host HOST:PORT"
 
@@ -45,15 +70,6 @@ def add_sleep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ollama-host", default=None, help="Ollama address for --check")
     parser.add_argument("--max-groups", type=int, default=50, help="groups reviewed per run")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-
-
-def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Add ``sleep`` to a CLI; its handler needs ``open_memory(args, create=False)``."""
-    parser = subparsers.add_parser(
-        "sleep", parents=parents, help="consolidate the hierarchy; --check for contradictions"
-    )
-    add_sleep_arguments(parser)
-    return parser
 
 
 def run_sleep(mem: MagneticMemory, args: argparse.Namespace, out: TextIO) -> int:
@@ -144,25 +160,3 @@ def _print_check(mem: MagneticMemory, result: Any, model: str, out: TextIO) -> N
 
 def _report_json(report: SleepReport) -> dict[str, Any]:
     return dataclasses.asdict(report)
-
-
-def hit_json(hit: Hit) -> dict[str, Any]:
-    """A hit as the CLI's JSON: ids, score, group, text, metadata and its links."""
-    cell = hit.cell
-    return {
-        "id": hit.id,
-        "score": hit.score,
-        "group": hit.group_id,
-        "label": hit.group_label,
-        "text": hit.text,
-        "metadata": hit.metadata,
-        "contradictions": [dict(x) for x in cell.contradictions],
-        "superseded_by": cell.superseded_by,
-        "superseded_at": cell.superseded_at,
-    }
-
-
-def hit_links_line(hit: Hit) -> str:
-    """The line printed under a hit that has links ("" when it has none)."""
-    links = describe_links(hit.cell, width=80)
-    return f"        ! {links}\n" if links else ""
