@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from magnetic_core import Cell, Hit, MagneticError
 from magnetic_core.supersession import describe_links
-from magnetic_langchain.agent._compat import current_search
 from magnetic_langchain.documents import cell_to_document, hit_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
@@ -101,10 +100,14 @@ def _explain_invalid_arguments(error: Any) -> str:
     schema = getattr(error, "title", None)
     model = _SCHEMAS.get(schema or "")
     if model is not None:
-        expected = " Expected arguments: " + ", ".join(
-            f"{name} ({'required' if field.is_required() else 'optional'})"
-            for name, field in model.model_fields.items()
-        ) + "."
+        expected = (
+            " Expected arguments: "
+            + ", ".join(
+                f"{name} ({'required' if field.is_required() else 'optional'})"
+                for name, field in model.model_fields.items()
+            )
+            + "."
+        )
     return f"Invalid arguments ({problems}).{expected} Fix them and call the tool again."
 
 
@@ -127,7 +130,7 @@ class _MemoryTool(BaseTool):
 def _links(cell: Cell) -> str:
     """Contradiction and supersession links of a cell, for the model to weigh."""
     links = describe_links(cell, width=120)
-    return f" | ({links})" if links else ""
+    return f" | NOTE: {links}" if links else ""
 
 
 def _format_hits(hits: list[Hit]) -> str:
@@ -161,7 +164,7 @@ class SearchMemoryTool(_MemoryTool):
 
     def _run(self, query: str, k: int = 4, **_: Any) -> tuple[str, list[Document]]:
         try:
-            hits = current_search(self.store.memory, query, k)
+            hits = self.store.memory.search(query, k=k, current_only=True)
         except MagneticError as e:
             raise ToolException(str(e)) from e
         return _format_hits(hits), [hit_to_document(h, with_group=True) for h in hits]

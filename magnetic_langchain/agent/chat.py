@@ -269,7 +269,9 @@ class ChatSession:
     def _sleep(self, args: list[str]) -> None:
         sleep = getattr(self.memory, "sleep", None)
         if sleep is not None:
-            self.paint.dim(f"sleep: {sleep()}")
+            report = sleep()
+            summary = getattr(report, "summary", None)
+            self.paint.dim(f"sleep: {summary() if callable(summary) else report}")
             return
         plan = self.memory.plan_merges()
         kept = self.memory.apply_merges(plan)

@@ -20,24 +20,17 @@ def open_store(
 ) -> MagneticMemory:
     """The memory the global options name, in ``namespace`` (default ``--namespace``).
 
-    Uses the CLI's ``open_memory`` when the CLI package provides it, else opens the store
-    at ``--path`` directly.
+    Created when missing (a chat or story starts its namespace), with the embedder the
+    namespace was built with unless ``embedder`` names one.
     """
+    from magnetic_langchain.cli.options import open_memory
+
     changed = dict(vars(args))
     if namespace is not None:
         changed["namespace"] = namespace
     if embedder is not None:
         changed["embedder"] = embedder
-    view = argparse.Namespace(**changed)
-    try:
-        from magnetic_langchain.cli.options import open_memory  # type: ignore[import-not-found]
-    except ImportError:
-        from magnetic_langchain import cli
-
-        return MagneticMemory(
-            path=view.path, namespace=view.namespace, embedder=cli._embedder(view.embedder)
-        )
-    return open_memory(view, create=True)
+    return open_memory(argparse.Namespace(**changed), create=True)
 
 
 def _personas(args: argparse.Namespace) -> Any:
@@ -145,12 +138,24 @@ def _run_story(
     return run_story_cli(args, llm, world, out=out, inp=inp, open_world=open_store)
 
 
+def _check_chat(args: argparse.Namespace) -> None:
+    from magnetic_langchain.cli.options import UsageError
+
+    if args.max_tool_rounds < 1:
+        raise UsageError(f"--max-tool-rounds must be 1 or more, got {args.max_tool_rounds}")
+
+
+def _check_story(args: argparse.Namespace) -> None:
+    from magnetic_langchain.cli.options import UsageError
+
+    if args.turns is not None and not args.continuous:
+        raise UsageError("--turns only applies with --continuous (add --continuous)")
+    if args.turns is not None and args.turns < 1:
+        raise UsageError(f"--turns must be 1 or more, got {args.turns}")
+
+
 def cmd_story(args: argparse.Namespace, out: TextIO) -> int:
     """``magnetic story``: an interactive (or continuous) story that keeps its world consistent."""
-    if args.turns is not None and not args.continuous:
-        from magnetic_core.errors import InvalidInputError
-
-        raise InvalidInputError("--turns only applies with --continuous", hint="add --continuous")
     llm, _ = _chat_model(args, tools=False)
     return _run_story(args, None, llm, args.world, out, sys.stdin)
 
@@ -167,9 +172,15 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--remember-all", action="store_true", help="also store every message you type"
     )
     chat.add_argument(
-        "--max-tool-rounds", type=int, default=4, help="tool rounds per message (default 4)"
+        "--max-tool-rounds", type=int, default=4, help="tool rounds per message (default: 4)"
     )
-    chat.set_defaults(func=cmd_chat, world_default="default", continuous=False, turns=None)
+    chat.set_defaults(
+        func=cmd_chat,
+        check_args=_check_chat,
+        world_default="default",
+        continuous=False,
+        turns=None,
+    )
 
     persona = subparsers.add_parser(
         "persona", parents=parents, help="list, show, set, use or delete personas"
@@ -196,4 +207,4 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--continuous", action="store_true", help="write unattended until --turns or Ctrl-C"
     )
     story.add_argument("--turns", type=int, default=None, help="passages in continuous mode")
-    story.set_defaults(func=cmd_story)
+    story.set_defaults(func=cmd_story, check_args=_check_story)

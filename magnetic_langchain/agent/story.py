@@ -21,8 +21,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from magnetic_core import Cell, MagneticMemory
-from magnetic_langchain.agent import _compat
+from magnetic_core.llm_json import LLMError
 from magnetic_langchain.agent.personas import BUILTIN_PERSONAS
+from magnetic_langchain.consolidation import find_contradictions
+from magnetic_langchain.structured import invoke_structured
 
 __all__ = ["Conflict", "Draft", "StoryFact", "StoryFacts", "StoryWorld"]
 
@@ -148,15 +150,15 @@ class StoryWorld:
         """The stored facts, oldest first; superseded ones left out unless asked."""
         cells = self.memory.get(filter={"kind": "fact"})
         if current_only:
-            cells = [c for c in cells if _compat.superseded_by(c) is None]
+            cells = [c for c in cells if c.superseded_by is None]
         return cells
 
     def relevant_facts(self, query: str, k: int | None = None) -> list[Cell]:
         """Current facts the engine finds for ``query`` (not the whole history)."""
         if not self.memory.count():
             return []
-        hits = _compat.current_search(
-            self.memory, query, k or self.facts_per_query, filter={"kind": "fact"}
+        hits = self.memory.search(
+            query, k=k or self.facts_per_query, filter={"kind": "fact"}, current_only=True
         )
         return [h.cell for h in hits]
 
@@ -181,14 +183,14 @@ class StoryWorld:
         instruction = instruction.strip() or "Continue the story."
         text = _text_of(self.llm.invoke(self.prompt(instruction)))
         if not text:
-            raise _compat.LLMError("the model wrote an empty passage", hint="try again")
+            raise LLMError("the model wrote an empty passage", hint="try again")
         facts, conflicts = self.check(text)
         return Draft(self.next_number(), instruction, text, tuple(facts), tuple(conflicts))
 
     def extract(self, passage: str) -> list[StoryFact]:
         """The facts ``passage`` establishes (structured output, repaired JSON otherwise)."""
         messages = [("system", _EXTRACT), ("human", f"Passage:\n{passage}")]
-        found = _compat.invoke_structured(self.llm, messages, StoryFacts)
+        found = invoke_structured(self.llm, messages, StoryFacts)
         return [f for f in found.facts if f.text.strip()]
 
     def check(self, passage: str) -> tuple[list[StoryFact], list[Conflict]]:
@@ -207,7 +209,8 @@ class StoryWorld:
         pairs = [(cid, c.text) for cid, c in stored.items()]
         pairs += [(nid, f.text) for nid, f in new_ids.items()]
         conflicts = []
-        for a, b, why in _compat.find_contradictions(self.llm, pairs):
+        for found in find_contradictions(self.llm, pairs):
+            a, b, why = found.a, found.b, found.explanation
             old, new = (a, b) if b in new_ids else (b, a)
             if old in stored and new in new_ids:
                 cell = stored[old]
@@ -233,15 +236,15 @@ class StoryWorld:
         self.memory.add(texts, metadatas=metas, ids=ids)
         fact_ids = dict(zip((f.text for f in draft.facts), ids[1:]))
         for conflict in draft.conflicts:
-            _compat.supersede(
-                self.memory, conflict.old_id, fact_ids[conflict.new_text], conflict.explanation
+            self.memory.supersede(
+                conflict.old_id, fact_ids[conflict.new_text], explanation=conflict.explanation
             )
         return ids[1:]
 
     def summary(self) -> str:
         """How long the story is and how much of its world is recorded."""
         facts = self.memory.get(filter={"kind": "fact"})
-        superseded = sum(1 for c in facts if _compat.superseded_by(c) is not None)
+        superseded = sum(1 for c in facts if c.superseded_by is not None)
         return f"{len(self.passages())} passages, {len(facts) - superseded} current facts" + (
             f" ({superseded} superseded)" if superseded else ""
         )

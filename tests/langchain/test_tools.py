@@ -171,11 +171,20 @@ def test_store_stamps_session_metadata_and_groups_are_browsable(store: MagneticV
     assert unknown.status == "error" and "No concept group with id 'nope'" in unknown.content
 
 
-def test_search_shows_contradiction_links(store: MagneticVectorStore):
-    store.add_texts(["Mira has green eyes.", "Mira has blue eyes."], ids=["a", "b"])
-    store.memory.mark_contradiction("a", "b", "eye colour differs")
+def test_search_leaves_superseded_memories_out_and_shows_links(store: MagneticVectorStore):
+    store.add_texts(
+        ["Mira has green eyes.", "Mira has blue eyes.", "Oren is tall.", "Oren is short."],
+        ids=["green", "blue", "tall", "short"],
+    )
+    store.memory.supersede("green", "blue", explanation="her eyes changed colour")
+    store.memory.mark_contradiction("tall", "short", "height differs")
     search = _tools(store)["search_memory"]
-    found = search.invoke(
-        {"name": "search_memory", "args": {"query": "Mira eyes"}, "id": "1", "type": "tool_call"}
-    ).content
-    assert "contradicts id=b (eye colour differs)" in found or "superseded by id=b" in found
+
+    def found(query: str) -> str:
+        call = {"name": "search_memory", "args": {"query": query}, "id": "1", "type": "tool_call"}
+        return search.invoke(call).content
+
+    eyes = found("Mira eyes")
+    assert not any(line.startswith("- id=green ") for line in eyes.splitlines())
+    assert "Mira has blue eyes. | NOTE: supersedes id=green (her eyes changed colour)" in eyes
+    assert "NOTE: contradicts id=short (height differs)" in found("Oren tall")

@@ -22,6 +22,7 @@ def cli_env() -> dict[str, str]:
     env["NO_COLOR"] = "1"
     env["OLLAMA_HOST"] = "127.0.0.1:9"  # never a real server, whatever the machine has
     env.pop("PYTHONWARNINGS", None)
+    env.pop("PYTHONUNBUFFERED", None)  # output must reach a pipe because the CLI flushes
     return env
 
 

@@ -57,6 +57,7 @@ class FakeOllama:
         self.models = models or {"qwen2.5:3b": ["completion", "tools"]}
         self.delay = delay
         self.hide_capabilities = False  # as Ollama servers before capabilities existed
+        self.token_delay = 0.0  # seconds between streamed lines, to watch tokens arrive
         self.chat_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._embedder = HashingEmbedder(dim=256)
@@ -132,6 +133,17 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
         def _json(self, status: int, obj: Any) -> None:
             self._send(status, json.dumps(obj).encode(), "application/json")
 
+        def _trickle(self, lines: list[dict[str, Any]]) -> None:
+            """Stream line by line (HTTP/1.0: the body ends when the connection closes)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.end_headers()
+            for line in lines:
+                self.wfile.write((json.dumps(line) + "\n").encode())
+                self.wfile.flush()
+                time.sleep(fake.token_delay)
+            self.close_connection = True
+
         def do_GET(self) -> None:
             if self.path == "/api/tags":
                 models = [
@@ -167,6 +179,8 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                 status, lines = fake.chat(body)
                 if status != 200:
                     self._json(status, lines[0])
+                elif body.get("stream", True) and fake.token_delay:
+                    self._trickle(lines)
                 elif body.get("stream", True):
                     payload = "".join(json.dumps(x) + "\n" for x in lines).encode()
                     self._send(200, payload, "application/x-ndjson")

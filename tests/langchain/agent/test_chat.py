@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import time
 from pathlib import Path
 
 from magnetic_core import HashingEmbedder, MagneticMemory
-from tests.langchain.agent.conftest import Magnetic
+from tests.langchain.agent.conftest import Magnetic, cli_command, cli_env
 from tests.langchain.agent.fake_ollama import FakeOllama, call, last_tool_result, say
 
 
@@ -160,3 +162,40 @@ def test_a_server_without_capabilities_reports_the_missing_tools_mid_chat(magnet
         done = magnetic("chat", "--model", "phi:2b", input="hi\n", host=ollama.host)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "does not support tool calling" in done.stderr.strip().splitlines()[-1]
+
+
+def test_the_answer_streams_as_tokens_arrive(tmp_path: Path):
+    answer = "Porto is a lovely city by the river"
+    with FakeOllama([say(answer)]) as ollama:
+        ollama.token_delay = 0.4
+        args = [
+            "chat",
+            "--path",
+            str(tmp_path / "store"),
+            "--embedder",
+            "hashing",
+            "--ollama-host",
+            ollama.host,
+        ]
+        proc = subprocess.Popen(
+            cli_command(*args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+        )
+        proc.stdin.write("Tell me about Porto.\n")
+        proc.stdin.close()
+        seen: dict[str, float] = {}
+        out = ""
+        while (char := proc.stdout.read(1)) != "":
+            out += char
+            for word in ("Porto", "river"):
+                if out.endswith("ai> Porto" if word == "Porto" else word) and word not in seen:
+                    seen[word] = time.monotonic()
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, proc.stderr.read()
+    assert f"ai> {answer}" in out
+    # The first word was on screen well before the last one was sent.
+    assert seen["river"] - seen["Porto"] > 1.5

@@ -12,7 +12,6 @@ from ollama import ResponseError
 
 from magnetic_langchain import MagneticVectorStore
 from magnetic_langchain.agent import StoryWorld, create_memory_agent
-from magnetic_langchain.agent._compat import superseded_by
 from magnetic_langchain.agent.errors import ToolsUnsupportedError
 from magnetic_langchain.agent.models import explain_llm_failure
 from tests.langchain.fakes import ScriptedChatModel, last_tool_output, tool_call
@@ -87,7 +86,7 @@ def test_story_world_writes_checks_and_supersedes(store: MagneticVectorStore):
     assert green in world.prompt("Mira's eyes")[1].content  # retrieved into the next prompt
     (new_id,) = world.accept(second)
     (old,) = store.memory.get([conflict.old_id])
-    assert superseded_by(old) == new_id
+    assert old.superseded_by == new_id
     assert [c.text for c in world.facts()] == [blue]
     assert (
         world.next_number() == 3 and world.summary() == "2 passages, 1 current facts (1 superseded)"

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 from magnetic_core import HashingEmbedder, MagneticMemory
-from magnetic_langchain.agent._compat import superseded_by
 from tests.langchain.agent.conftest import Magnetic, cli_command, cli_env
 from tests.langchain.agent.fake_ollama import FakeOllama
 from tests.langchain.agent.story_model import StoryModel
@@ -54,8 +53,8 @@ def test_a_contradicting_passage_is_shown_and_accepting_it_supersedes(
         passages = memory.get(filter={"kind": "passage"})
         facts = {c.text: c for c in memory.get(filter={"kind": "fact"})}
     assert sorted(c.text for c in passages) == sorted([P1, P2, P3])
-    assert superseded_by(facts[GREEN]) == facts[BLUE].id
-    assert superseded_by(facts[BLUE]) is None
+    assert facts[GREEN].superseded_by == facts[BLUE].id
+    assert facts[BLUE].superseded_by is None
     assert facts[GREEN].metadata["passage"] == 1 and facts[BLUE].metadata["passage"] == 3
 
 
