@@ -9,7 +9,7 @@ shows in the result file as the signal and the last operation reached instead of
 Writes ``soak.json`` and ``soak.md`` to ``--out`` (default ``benchmarks/results``)::
 
     nice python -m benchmarks.soak                 # 100K operations (tens of minutes)
-    python -m benchmarks.soak --smoke --out /tmp/s # a few hundred, for CI
+    python -m benchmarks.soak --smoke --out /tmp/s # 300 operations, for CI
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         _worker(args)
         return 0
     if args.smoke:
-        args.ops, args.prefill, args.every = 600, 300, 200
+        args.ops, args.prefill, args.every = 300, 200, 100
     def report(points: list[dict[str, Any]], code: int | None, err: str = "") -> None:
         # written at every checkpoint, so a run cut short still leaves its curve
         result = _summary(points, code, args)
