@@ -9,7 +9,7 @@ shows in the result file as the signal and the last operation reached instead of
 Writes ``soak.json`` and ``soak.md`` to ``--out`` (default ``benchmarks/results``)::
 
     nice python -m benchmarks.soak                 # 100K operations (tens of minutes)
-    python -m benchmarks.soak --smoke --out /tmp/s # a few hundred, for CI
+    python -m benchmarks.soak --smoke --out /tmp/s # 300 operations, for CI
 """
 
 from __future__ import annotations
@@ -145,21 +145,35 @@ def _run_child(
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     points: list[dict[str, Any]] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("{"):
-            points.append(json.loads(line))
-            print(line.strip(), file=sys.stderr, flush=True)
-            on_point(points, None)
-    err = proc.stderr.read() if proc.stderr else ""
-    return points, proc.wait(), err[-4000:]
+    # stderr goes to a file: a pipe nobody reads until the end could fill and stall the child
+    with tempfile.TemporaryFile("w+") as err_file:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_file, text=True, env=env)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                if line.startswith("{"):
+                    points.append(json.loads(line))
+                    print(line.strip(), file=sys.stderr, flush=True)
+                    on_point(points, None)
+            code = proc.wait()
+        except KeyboardInterrupt:  # stopped by the operator: keep the curve so far
+            proc.terminate()
+            proc.wait()
+            code = STOPPED
+        err_file.seek(0)
+        err = err_file.read()
+    return points, code, err[-4000:]
+
+
+STOPPED = 1000  # the exit code recorded when the operator interrupts a run
 
 
 def _status(code: int | None) -> str:
     if code is None:
         return "running (partial result)"
+    if code == STOPPED:
+        return "stopped by the operator (partial result)"
     if code == 0:
         return "ok"
     return f"killed by {signal.Signals(-code).name}" if code < 0 else f"failed (exit {code})"
@@ -219,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         _worker(args)
         return 0
     if args.smoke:
-        args.ops, args.prefill, args.every = 600, 300, 200
+        args.ops, args.prefill, args.every = 300, 200, 100
     def report(points: list[dict[str, Any]], code: int | None, err: str = "") -> None:
         # written at every checkpoint, so a run cut short still leaves its curve
         result = _summary(points, code, args)

@@ -6,8 +6,9 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Literal, overload
 
@@ -165,6 +166,27 @@ class MagneticMemory:
         self._reload()
         return True
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the write lock on an open, up-to-date memory (every write starts here)."""
+        with self._lock.write():
+            self._check_open()
+            self._sync()
+            yield
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Around the steps that change memory and storage: on any failure, reload."""
+        try:
+            yield
+        except BaseException:
+            self._after_failure()
+            raise
+
+    def _load(self) -> None:
+        """Reload what is stored after a failed write (the name older write paths call)."""
+        self._after_failure()
+
     def refresh(self) -> bool:
         """Reload the store when another process (or client) wrote to it since last seen.
 
@@ -274,9 +296,7 @@ class MagneticMemory:
             vecs = embed_checked(self.embedder, texts)
         vecs = normalize(vecs)
         entities = [tuple(extract_entities(t)) for t in texts]
-        with self._lock.write():
-            self._check_open()
-            self._sync()
+        with self._writing(), self._guarded():
             self._write(ids, vecs, texts, metas, entities)
         self._sleeper.note_writes(len(ids))
         return list(ids)
@@ -295,22 +315,18 @@ class MagneticMemory:
         links = [list(records[c].contradictions) if c in records else [] for c in ids]
         # A write of more cells than one Chroma batch goes through the journal.
         txn = self._clock.new_txn() if len(ids) > self._store.batch else None
-        try:
-            if txn is not None:
-                existing = [c for c in ids if c in records]
-                self._journal.begin_write(txn, existing, *self._writeback.rows_of(existing))
-            self._calibration.assign(self._index, ids, vecs)
-            for i, cid in enumerate(ids):
-                self._catalog.put(
-                    cid, CellRecord(texts[i], metas[i], entities[i], created[i], now, links[i])
-                )
-            self._writeback.cells(ids, counter=self._clock.tick(), txn=txn)
-            if txn is not None:
-                self._journal.finish()
-            self._calibration.commit(self._store.save_settings)
-        except BaseException:
-            self._after_failure()
-            raise
+        if txn is not None:
+            existing = [c for c in ids if c in records]
+            self._journal.begin_write(txn, existing, *self._writeback.rows_of(existing))
+        self._calibration.assign(self._index, ids, vecs)
+        for i, cid in enumerate(ids):
+            self._catalog.put(
+                cid, CellRecord(texts[i], metas[i], entities[i], created[i], now, links[i])
+            )
+        self._writeback.cells(ids, counter=self._clock.tick(), txn=txn)
+        if txn is not None:
+            self._journal.finish()
+        self._calibration.commit(self._store.save_settings)
 
     def delete(
         self, ids: Sequence[str] | None = None, filter: Mapping[str, Any] | Predicate | None = None
@@ -329,9 +345,7 @@ class MagneticMemory:
             )
         check_id_list(ids)
         predicate = compile_filter(filter)
-        with self._lock.write():
-            self._check_open()
-            self._sync()
+        with self._writing():
             records = self._catalog.records
             pool = records if ids is None else ids
             targets = list(dict.fromkeys(c for c in pool if c in records))
@@ -340,7 +354,7 @@ class MagneticMemory:
             if not targets:
                 return 0
             txn = self._clock.new_txn() if len(targets) > self._store.batch else None
-            try:
+            with self._guarded():
                 if txn is not None:
                     self._journal.begin_delete(txn, targets)
                 self._store.delete_cells(targets)
@@ -350,9 +364,6 @@ class MagneticMemory:
                 self._writeback.cells(counter=self._clock.tick())
                 if txn is not None:
                     self._journal.finish()
-            except BaseException:
-                self._after_failure()
-                raise
             return len(targets)
 
     def clear(self) -> None:
@@ -360,12 +371,9 @@ class MagneticMemory:
         self._check_open()
         with self._lock.write():
             self._check_open()
-            try:
+            with self._guarded():
                 self._store.clear()
-            except BaseException:
-                self._after_failure()
-                raise
-            self._reload()
+                self._reload()
 
     def mark_contradiction(self, cell_a: str, cell_b: str, explanation: str) -> None:
         """Record that two cells contradict each other; both are kept and linked both ways.
@@ -386,9 +394,7 @@ class MagneticMemory:
         self._check_open()
         if not isinstance(explanation, str) or not explanation.strip():
             raise InvalidInputError("an explanation is required", hint="say why in one sentence")
-        with self._lock.write():
-            self._check_open()
-            self._sync()
+        with self._writing():
             records = self._catalog.records
             for cid in (a, b):
                 if cid not in records:
@@ -399,14 +405,12 @@ class MagneticMemory:
             saved = {c: [dict(x) for x in records[c].contradictions] for c in (a, b)}
             try:
                 link_cells(records, a, b, explanation.strip(), _now(), supersede=order)
-                self._writeback.cells([a, b], counter=self._clock.tick())
             except InvalidInputError:
                 for c, links in saved.items():
                     records[c].contradictions = links
                 raise
-            except BaseException:
-                self._after_failure()
-                raise
+            with self._guarded():
+                self._writeback.cells([a, b], counter=self._clock.tick())
             if order is not None:
                 self._superseded.add(order[0])
 
@@ -580,21 +584,15 @@ class MagneticMemory:
         """Merge the planned groups (skipping pairs that no longer exist); returns kept ids."""
         self._check_open()
         kept: list[str] = []
-        with self._lock.write():
-            self._check_open()
-            self._sync()
+        with self._writing(), self._guarded():
             groups = self._index.groups
-            try:
-                for keep, absorb, _ in plan.pairs:
-                    if keep in groups and absorb in groups and keep != absorb:
-                        self._index.merge(groups[keep], groups[absorb])
-                        kept.append(keep)
-                if kept:
-                    self._writeback.cells(counter=self._clock.tick())
-                    self._writeback.groups()
-            except BaseException:
-                self._after_failure()
-                raise
+            for keep, absorb, _ in plan.pairs:
+                if keep in groups and absorb in groups and keep != absorb:
+                    self._index.merge(groups[keep], groups[absorb])
+                    kept.append(keep)
+            if kept:
+                self._writeback.cells(counter=self._clock.tick())
+                self._writeback.groups()
         return kept
 
     @overload

@@ -28,6 +28,7 @@ from magnetic_core.errors import (
     InvalidInputError,
     PersistenceError,
 )
+from magnetic_core.rebuild import finish_interrupted, rebuild
 
 __all__ = ["ChromaStore", "StoredCell", "open_client", "read_settings", "read_stamp"]
 
@@ -45,7 +46,7 @@ ROW_KEY = "_mag"
 # on such a sparse, many-layered graph, and sustained mixed writes died with SIGSEGV inside
 # Chroma's upsert. Chroma's default graph (16 links, ef_construction 100) is what Chroma
 # itself is tested with; only the space is set. Settings apply to collections created from
-# now on: a store created with 2 links is reported on open (re-ingest it to rebuild).
+# now on: a store created with 2 links is rebuilt once when opened (magnetic_core.rebuild).
 _COLLECTION_CONFIG = {"hnsw": {"space": "cosine"}}
 _FRAGILE_LINKS = 4
 # Reserved metadata keys beside ROW_KEY: a writer's change counter row (not a cell) and the
@@ -155,29 +156,32 @@ class ChromaStore:
     def open(self) -> ChromaStore:
         """Create the namespace's collections if missing and connect to them; returns self."""
         try:
-            self.cells, self.groups = (
-                self.client.get_or_create_collection(
-                    name, embedding_function=None, configuration=_COLLECTION_CONFIG
-                )
-                for name in self._names()
-            )
+            finish_interrupted(self.client, self._names())
+            self.batch = int(self.client.get_max_batch_size())
+            self.cells, self.groups = (self._collection(name) for name in self._names())
             # The journal's rows live beside the group cache (same dimension), told apart
             # by JOURNAL_KEY: two collections per namespace, whatever happens.
             self.log = self.groups
-            self.batch = int(self.client.get_max_batch_size())
-            links = ((self.cells.configuration or {}).get("hnsw") or {}).get("max_neighbors")
         except Exception as e:
             raise PersistenceError(
                 f"cannot open namespace {self.namespace!r} in Chroma: {e}", hint=_HINT
             ) from e
+        return self
+
+    def _collection(self, name: str) -> Any:
+        found = self.client.get_or_create_collection(
+            name, embedding_function=None, configuration=_COLLECTION_CONFIG
+        )
+        links = ((found.configuration or {}).get("hnsw") or {}).get("max_neighbors")
         if isinstance(links, int) and links < _FRAGILE_LINKS:
             logger.warning(
-                "namespace %r was created with %d HNSW links per node, which can crash Chroma "
-                "under sustained upserts; export and re-ingest it into a new path to rebuild",
-                self.namespace,
+                "collection %r was built with %d HNSW links per node, which can crash Chroma "
+                "under sustained upserts: rebuilding it once",
+                name,
                 links,
             )
-        return self
+            found = rebuild(self.client, found, _COLLECTION_CONFIG, self.batch)
+        return found
 
     def _names(self) -> tuple[str, str]:
         return f"mag-{self.namespace}-cells", f"mag-{self.namespace}-groups"
