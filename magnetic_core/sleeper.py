@@ -98,6 +98,7 @@ class Sleeper:
         start = time.perf_counter()
         with mem._lock.intent():
             mem._check_open()
+            mem._sync()  # plan on what is stored, other writers' changes included
             before = mem.stats()
             index: HierIndex = mem._index
             groups = list(index.slot_groups)
