@@ -15,6 +15,7 @@ from magnetic_langchain.documents import (
 )
 from magnetic_langchain.embeddings import LangChainEmbedder, MagneticEmbeddings
 from magnetic_langchain.retrievers import MagneticRetriever
+from magnetic_langchain.self_query import MagneticTranslator
 from magnetic_langchain.store import MagneticSearchItem, MagneticStore
 from magnetic_langchain.tools import (
     ForgetMemoryTool,
@@ -36,6 +37,7 @@ __all__ = [
     "MagneticRetriever",
     "MagneticSearchItem",
     "MagneticStore",
+    "MagneticTranslator",
     "MagneticVectorStore",
     "SCORE_KEY",
     "SearchMemoryTool",
