@@ -32,6 +32,7 @@ from magnetic_core.inputs import check_id_list, check_k, validate_batch, validat
 from magnetic_core.journal import Journal, WriterClock
 from magnetic_core.lexical import LexicalIndex
 from magnetic_core.persistence import ChromaStore, open_client
+from magnetic_core.restricted import search_restricted
 from magnetic_core.search import SearchPlan, run_search
 from magnetic_core.sleep import SleepConfig
 from magnetic_core.sleeper import Sleeper, finish_recovery, recover
@@ -489,6 +490,27 @@ class MagneticMemory:
                 plan = replace(plan, exclude=exclude)
             found = run_search(self._index, self._catalog, plan)
             return [hit_view(self._index, self._catalog, c, explain) for c in found]
+
+    def search_among(
+        self, ids: Sequence[str], query: str | None = None, k: int = 10, *, vector: Any = None
+    ) -> list[Hit]:
+        """Exact search restricted to the cells ``ids`` (missing ids are skipped).
+
+        For restrictions a metadata filter cannot express (given node ids, a test on the
+        text): every named cell is scored by exact cosine, ``rank_score`` equals ``score``.
+        """
+        self._check_open()
+        check_k(k)
+        check_id_list(ids)
+        if vector is not None:
+            q = normalize(validate_vectors(vector, self.dim, what="query vector"))[0]
+        elif query is None:
+            raise InvalidInputError("search_among() needs a query or a vector")
+        else:
+            q = self.embed_query(query)
+        with self._lock.read():
+            found = search_restricted(self._index, ids, q, k)
+            return [hit_view(self._index, self._catalog, c, False) for c in found]
 
     def get(
         self,

@@ -1,10 +1,10 @@
-"""Choosing among candidates: the best k of a score array, and MMR re-ranking for the adapters."""
+"""Choosing among candidates: the best k, MMR re-ranking, a distance that follows the ranking."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["maximal_marginal_relevance", "top_indices"]
+__all__ = ["maximal_marginal_relevance", "rank_ceiling", "ranking_distance", "top_indices"]
 
 
 def maximal_marginal_relevance(
@@ -70,3 +70,42 @@ def top_indices(values: np.ndarray, keep: int) -> np.ndarray:
         if c >= keep:
             return cand[np.argpartition(values[cand], c - keep)[c - keep :]]
     return np.argpartition(values, n - keep)[n - keep :]
+
+
+def rank_ceiling(entity_boost: float, lexical_weight: float, query: str | None) -> float:
+    """The highest ranking score a search for ``query`` can give: cosine 1 plus its boosts.
+
+    The entity boost counts only when the query holds an entity and the lexical weight
+    only when it holds words the lexical index keeps; a search by vector alone (``query``
+    None) ranks by cosine.
+
+    >>> rank_ceiling(0.1, 0.2, "what did Alice say"), rank_ceiling(0.1, 0.2, None)
+    (1.3, 1.0)
+    """
+    # Imported here: the lexical index imports this module.
+    from magnetic_core.entities import extract_entities
+    from magnetic_core.lexical import LexicalIndex
+
+    if not query:
+        return 1.0
+    ceiling = 1.0
+    if entity_boost > 0 and extract_entities(query):
+        ceiling += float(entity_boost)
+    if lexical_weight > 0 and LexicalIndex.query_terms(query):
+        ceiling += float(lexical_weight)
+    return ceiling
+
+
+def ranking_distance(rank_score: float, ceiling: float) -> float:
+    """A distance in [0, 2] that orders results exactly as their ranking scores do.
+
+    The ranking score ``r`` (cosine plus boosts) lies in ``[-1, ceiling]``; it is mapped
+    linearly onto ``2 (ceiling - r) / (ceiling + 1)``: 0 for the best possible match, 2 for
+    the opposite vector. With no boost (``ceiling`` 1) this is the cosine distance
+    ``1 - cos``. Lower is better, so sorting by it reproduces the engine's order.
+
+    >>> ranking_distance(1.0, 1.0), ranking_distance(0.5, 1.0), ranking_distance(1.3, 1.3)
+    (0.0, 0.5, 0.0)
+    """
+    span = ceiling + 1.0
+    return min(2.0, max(0.0, 2.0 * (ceiling - float(rank_score)) / span))

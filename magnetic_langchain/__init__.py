@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     )
     from magnetic_langchain.embeddings import LangChainEmbedder, MagneticEmbeddings
     from magnetic_langchain.retrievers import MagneticRetriever
+    from magnetic_langchain.self_query import MagneticTranslator
     from magnetic_langchain.store import MagneticSearchItem, MagneticStore
     from magnetic_langchain.structured import invoke_structured
     from magnetic_langchain.tools import (
@@ -47,6 +48,7 @@ _SOURCES = {
     "MagneticRetriever": "retrievers",
     "MagneticSearchItem": "store",
     "MagneticStore": "store",
+    "MagneticTranslator": "self_query",
     "MagneticVectorStore": "vectorstores",
     "SCORE_KEY": "documents",
     "SearchMemoryTool": "tools",
@@ -69,6 +71,7 @@ __all__ = [
     "MagneticRetriever",
     "MagneticSearchItem",
     "MagneticStore",
+    "MagneticTranslator",
     "MagneticVectorStore",
     "SCORE_KEY",
     "SearchMemoryTool",

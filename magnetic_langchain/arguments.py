@@ -19,7 +19,14 @@ __all__ = [
 ]
 
 SEARCH_OPTIONS = frozenset(
-    {"n_probe", "entity_boost", "lexical_weight", "include_group_metadata", "current_only"}
+    {
+        "n_probe",
+        "entity_boost",
+        "lexical_weight",
+        "include_group_metadata",
+        "current_only",
+        "where_document",
+    }
 )
 """Keyword arguments the search methods accept besides ``k`` and ``filter``."""
 
@@ -68,11 +75,14 @@ def batches(
 
 
 def delete_filter(kwargs: dict[str, Any]) -> Mapping[str, Any] | None:
-    """Take ``filter`` out of ``kwargs``; anything else left there is an error."""
+    """Take ``filter`` (or its Chroma name ``where``) out of ``kwargs``; else an error."""
     where = kwargs.pop("filter", None)
+    alias = kwargs.pop("where", None)
+    if where is not None and alias is not None:
+        raise ValueError("the filter was given twice, as filter= and where=; pass one")
     if kwargs:
-        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)} (only filter)")
-    return where
+        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)} (only filter / where)")
+    return where if where is not None else alias
 
 
 def check_search_options(options: Mapping[str, Any]) -> None:

@@ -1,19 +1,23 @@
 """How the vector store talks to the engine: search options, async embedding, MMR picks.
 
 The store's async methods embed with the LangChain model's own async API and then use the
-core's async twins, so no thread is blocked on the embedding call.
+core's async twins, so no thread is blocked on the embedding call. A ``where_document``
+filter (a test on the text) restricts the search to the cells whose text passes, scored
+exactly by the core's :meth:`~magnetic_core.MagneticMemory.search_among`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
-from magnetic_core import EmbeddingError, EmptyTextError, Hit, MagneticMemory
+from magnetic_core import EmbeddingError, EmptyTextError, Hit, InvalidInputError, MagneticMemory
+from magnetic_core.document_filter import compile_document_filter
+from magnetic_core.ranking import rank_ceiling, ranking_distance
 from magnetic_langchain.arguments import check_mmr, check_search_options
 from magnetic_langchain.documents import maximal_marginal_relevance
 from magnetic_langchain.embeddings import LangChainEmbedder
@@ -25,19 +29,33 @@ class MemoryBridge:
     """Searches a memory on behalf of a LangChain store.
 
     Args:
-        memory: the engine.
-        embedding: the LangChain model used for async query and document embedding.
+        opener: returns the engine, or None while a store fed vectors only has none yet
+            (every search then finds nothing).
+        embedding: the LangChain model used for async query and document embedding (None
+            for a store fed vectors only).
     """
 
-    def __init__(self, memory: MagneticMemory, embedding: Embeddings) -> None:
-        self.memory = memory
-        # The memory's own adapter when it has one: it adds the model's task prefixes.
-        adapter = memory.embedder
-        self.embedding: Embeddings | LangChainEmbedder = (
-            adapter
-            if isinstance(adapter, LangChainEmbedder) and adapter.embeddings is embedding
-            else embedding
-        )
+    def __init__(
+        self, opener: Callable[[], MagneticMemory | None], embedding: Embeddings | None
+    ) -> None:
+        self._opener = opener
+        self.embedding = embedding
+
+    @property
+    def memory(self) -> MagneticMemory:
+        """The engine (open)."""
+        memory = self._opener()
+        if memory is None:
+            raise InvalidInputError(
+                "this store holds no vectors yet, so its dimension is unknown",
+                hint="add documents with their embeddings first (add_embeddings)",
+            )
+        return memory
+
+    @property
+    def empty(self) -> bool:
+        """Whether there is no engine yet (nothing stored)."""
+        return self._opener() is None
 
     def search(
         self,
@@ -49,6 +67,11 @@ class MemoryBridge:
     ) -> list[Hit]:
         """The engine's hits for a query text and/or vector; ``options`` as the store's."""
         check_search_options(options)
+        if self.empty:
+            return []
+        restricted = self._restriction(filter, options)
+        if restricted is not None:
+            return self.memory.search_among(restricted, query, k, vector=vector)
         return self.memory.search(
             query,
             k=k,
@@ -70,8 +93,12 @@ class MemoryBridge:
     ) -> list[Hit]:
         """Async :meth:`search`, embedding the query with the model's async API."""
         check_search_options(options)
+        if self.empty:
+            return []
         if vector is None and query is not None:
             vector = await self.aembed_query(query)
+        if options.get("where_document") is not None:
+            return await run_in_executor(None, self.search, query, vector, k, filter, options)
         return await self.memory.asearch(
             query,
             k=k,
@@ -95,6 +122,8 @@ class MemoryBridge:
     ) -> list[Hit]:
         """``fetch_k`` hits by similarity, then ``k`` of them picked by MMR."""
         check_mmr(k, lambda_mult)
+        if self.empty:
+            return []
         if vector is None:
             vector = self.memory.embed_query(query or "")
         hits = self.search(query, vector, max(k, fetch_k), filter, options)
@@ -112,6 +141,8 @@ class MemoryBridge:
     ) -> list[Hit]:
         """Async :meth:`mmr`."""
         check_mmr(k, lambda_mult)
+        if self.empty:
+            return []
         if vector is None:
             vector = await self.aembed_query(query or "")
         hits = await self.asearch(query, vector, max(k, fetch_k), filter, options)
@@ -126,18 +157,66 @@ class MemoryBridge:
         candidates = self.memory.get_vectors([h.id for h in hits])
         return [hits[i] for i in maximal_marginal_relevance(query, candidates, k, lambda_mult)]
 
+    def _restriction(
+        self, filter: dict[str, Any] | None, options: Mapping[str, Any]
+    ) -> list[str] | None:
+        """Ids of the cells passing ``where_document`` and the metadata filter, if any."""
+        keep = compile_document_filter(options.get("where_document"))
+        if keep is None:
+            return None
+        return [c.id for c in self.memory.get(filter=filter) if keep(c.text)]
+
+    def distances(
+        self, hits: list[Hit], query: str | None, options: Mapping[str, Any]
+    ) -> list[float]:
+        """Distances in [0, 2] that follow the ranking (see :func:`ranking_distance`).
+
+        For a text query the engine's ranking adds entity and lexical boosts to the cosine;
+        the distance rescales that ranking score, so it grows down the list. With the boosts
+        off, and for searches by vector, it is the cosine distance ``1 - cos``.
+        """
+        config = self.memory.config
+        boost = options.get("entity_boost")
+        weight = options.get("lexical_weight")
+        ceiling = rank_ceiling(
+            config.entity_boost if boost is None else boost,
+            config.lexical_weight if weight is None else weight,
+            None if options.get("where_document") is not None else query,
+        )
+        return [ranking_distance(h.rank_score, ceiling) for h in hits]
+
+    def _async_model(self) -> Embeddings | LangChainEmbedder:
+        """The memory's own adapter of the model when it has one: it adds task prefixes."""
+        memory = self._opener()
+        adapter = memory.embedder if memory is not None else None
+        if isinstance(adapter, LangChainEmbedder) and adapter.embeddings is self.embedding:
+            return adapter
+        assert self.embedding is not None  # checked by the callers
+        return self.embedding
+
     async def aembed_query(self, query: str) -> list[float]:
         """The query embedding from the model's async API; failures are EmbeddingErrors."""
         if not isinstance(query, str) or not query.strip():
             raise EmptyTextError("the query is empty", hint="pass a non-empty query")
+        if self.embedding is None:
+            raise _no_model("the query")
         try:
-            return await self.embedding.aembed_query(query)
+            return await self._async_model().aembed_query(query)
         except Exception as e:
             raise EmbeddingError(f"embedding the query failed: {e}") from e
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """Document embeddings from the model's async API; failures are EmbeddingErrors."""
+        if self.embedding is None:
+            raise _no_model(f"{len(texts)} texts")
         try:
-            return await self.embedding.aembed_documents(texts)
+            return await self._async_model().aembed_documents(texts)
         except Exception as e:
             raise EmbeddingError(f"embedding {len(texts)} texts failed: {e}") from e
+
+
+def _no_model(what: str) -> EmbeddingError:
+    return EmbeddingError(
+        f"this store has no embedding model, so it cannot embed {what}",
+        hint="search by vector and add with add_embeddings(), or pass embedding= to the store",
+    )

@@ -14,7 +14,8 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from typing_extensions import Self
 
-from magnetic_core import Hit, MagneticMemory, MemoryConfig
+from magnetic_core import EmbeddingError, Hit, MagneticMemory, MemoryConfig
+from magnetic_core.deferred import DeferredMemory
 from magnetic_langchain.arguments import (
     batches,
     delete_filter,
@@ -22,9 +23,9 @@ from magnetic_langchain.arguments import (
     prepare_texts,
 )
 from magnetic_langchain.bridge import MemoryBridge
+from magnetic_langchain.chroma_compat import ChromaCompatMixin
 from magnetic_langchain.documents import (
     cell_to_document,
-    cosine_distance,
     hit_to_document,
     relevance_from_distance,
 )
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_K = 4
 
 
-class MagneticVectorStore(VectorStore):
+class MagneticVectorStore(ChromaCompatMixin, VectorStore):
     """MagneticStorage vector store: cells grouped online into concepts, on ChromaDB.
 
     Every added text becomes a cell that joins (or founds) a concept group as it arrives;
@@ -130,7 +131,7 @@ class MagneticVectorStore(VectorStore):
             print(f"* [DIST={distance:.3f}] {doc.page_content} [{doc.metadata}]")
         ```
         ```python
-        * [DIST=0.256] the cat sat on the mat [{'kind': 'pet'}]
+        * [DIST=0.222] the cat sat on the mat [{'kind': 'pet'}]
         ```
 
     Search with group context:
@@ -159,7 +160,7 @@ class MagneticVectorStore(VectorStore):
             print(f"* [DIST={distance:.3f}] {doc.page_content} [{doc.metadata}]")
         ```
         ```python
-        * [DIST=0.256] the cat sat on the mat [{'kind': 'pet'}]
+        * [DIST=0.222] the cat sat on the mat [{'kind': 'pet'}]
         ```
 
     Use as Retriever:
@@ -185,22 +186,29 @@ class MagneticVectorStore(VectorStore):
         config: MemoryConfig | None = None,
         client: Any = None,
         include_group_metadata: bool = False,
+        relevance_score_fn: Callable[[float], float] | None = None,
     ) -> None:
         """Open (or wrap) a memory.
 
         Args:
-            embedding: the LangChain embedding model. Required unless ``memory`` is given.
+            embedding: the LangChain embedding model. Without it (and without ``memory``)
+                the store takes vectors only (:meth:`add_embeddings`, searches by vector)
+                and learns their dimension from the first ones added.
             memory: an existing memory to wrap; it is not closed by :meth:`close`.
             path: directory of the embedded Chroma store (default ``./magnetic_memory``).
             namespace: isolated memory inside one store.
             config: engine settings.
             client: any chromadb client, instead of ``path``.
             include_group_metadata: add group id and label to returned metadata.
+            relevance_score_fn: maps a score of :meth:`similarity_search_with_score` to a
+                relevance in [0, 1] (default ``1 - score / 2``).
 
         Raises:
-            ValueError: neither ``embedding`` nor ``memory`` given; a memory given together
-                with settings that belong to it; or an embedding that is not the memory's.
+            ValueError: a memory given together with settings that belong to it, or an
+                embedding that is not the memory's.
         """
+        self._deferred: DeferredMemory | None = None
+        self._memory: MagneticMemory | None = None
         if memory is not None:
             clash = [
                 name
@@ -219,9 +227,13 @@ class MagneticVectorStore(VectorStore):
                 )
             self._memory, self._owns_memory = memory, False
         elif embedding is None:
-            raise ValueError(
-                "MagneticVectorStore needs embedding= (a LangChain Embeddings) or memory="
+            self._deferred = DeferredMemory(
+                path=os.fspath(path) if path is not None else "./magnetic_memory",
+                client=client,
+                namespace=namespace,
+                config=config,
             )
+            self._owns_memory = True
         else:
             self._memory = MagneticMemory(
                 path=os.fspath(path) if path is not None else "./magnetic_memory",
@@ -231,26 +243,39 @@ class MagneticVectorStore(VectorStore):
                 client=client,
             )
             self._owns_memory = True
-        self._embedding = (
-            embedding if embedding is not None else as_langchain_embeddings(self._memory.embedder)
-        )
-        self._bridge = MemoryBridge(self._memory, self._embedding)
+        self._embedding = embedding
+        if embedding is None and self._memory is not None:
+            self._embedding = as_langchain_embeddings(self._memory.embedder)
+        self._bridge = MemoryBridge(self._open, self._embedding)
         self.include_group_metadata = include_group_metadata
+        self.override_relevance_score_fn = relevance_score_fn
 
     # -- plumbing --------------------------------------------------------------------
     @property
-    def embeddings(self) -> Embeddings:
-        """The embedding model used for queries and documents."""
+    def embeddings(self) -> Embeddings | None:
+        """The embedding model used for queries and documents (None: vectors only)."""
         return self._embedding
 
     @property
     def memory(self) -> MagneticMemory:
-        """The hierarchical memory underneath (groups, stats, sleep mode)."""
+        """The hierarchical memory underneath (groups, stats, sleep mode).
+
+        Raises:
+            InvalidInputError: a store built without an embedding model holds no vectors
+                yet (it learns their dimension from the first ones added).
+        """
+        return self._bridge.memory
+
+    def _open(self) -> MagneticMemory | None:
+        if self._memory is None and self._deferred is not None:
+            self._memory = self._deferred.existing()
         return self._memory
 
     def close(self) -> None:
         """Close the memory if this store opened it. Idempotent."""
-        if self._owns_memory:
+        if self._deferred is not None:
+            self._deferred.close()
+        elif self._owns_memory and self._memory is not None:
             self._memory.close()
 
     def __enter__(self) -> Self:
@@ -260,7 +285,7 @@ class MagneticVectorStore(VectorStore):
         self.close()
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        return relevance_from_distance
+        return self.override_relevance_score_fn or relevance_from_distance
 
     def _documents(self, hits: Sequence[Hit], options: Mapping[str, Any]) -> list[Document]:
         with_group = options.get("include_group_metadata", self.include_group_metadata)
@@ -288,7 +313,8 @@ class MagneticVectorStore(VectorStore):
             The ids, in input order.
         """
         parts = batches(*prepare_texts(texts, metadatas, ids), pop_batch_size(kwargs))
-        return [cid for t, m, i in parts for cid in self._memory.add(t, m, i)]
+        memory = self._text_memory()
+        return [cid for t, m, i in parts for cid in memory.add(t, m, i)]
 
     async def aadd_texts(
         self,
@@ -300,10 +326,20 @@ class MagneticVectorStore(VectorStore):
     ) -> list[str]:
         """Async :meth:`add_texts`: embeds with the model's native async API."""
         out: list[str] = []
+        memory = self._text_memory()
         for t, m, i in batches(*prepare_texts(texts, metadatas, ids), pop_batch_size(kwargs)):
             vectors = await self._bridge.aembed_documents(t)
-            out += await self._memory.aadd(t, m, i, vectors=vectors)
+            out += await memory.aadd(t, m, i, vectors=vectors)
         return out
+
+    def _text_memory(self) -> MagneticMemory:
+        """The memory, for adding texts that need embedding (refused without a model)."""
+        if self._embedding is None:
+            raise EmbeddingError(
+                "this store has no embedding model, so it cannot embed texts",
+                hint="pass embedding= to the store, or add with add_embeddings()",
+            )
+        return self.memory
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
         """Delete by ids (missing ids are ignored) and/or a metadata ``filter``.
@@ -312,27 +348,31 @@ class MagneticVectorStore(VectorStore):
             ValueError: neither ids nor a filter (use ``memory.clear()`` to empty the store).
         """
         where = delete_filter(kwargs)
-        if ids is not None and not ids:
+        if (ids is not None and not ids) or self._bridge.empty:
             return True  # an empty id list names nothing; the engine would read it as "all"
-        self._memory.delete(ids=ids, filter=where)
+        self.memory.delete(ids=ids, filter=where)
         return True
 
     async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
         """Async :meth:`delete`."""
         where = delete_filter(kwargs)
-        if ids is not None and not ids:
+        if (ids is not None and not ids) or self._bridge.empty:
             return True
-        await self._memory.adelete(ids=ids, filter=where)
+        await self.memory.adelete(ids=ids, filter=where)
         return True
 
     # -- reading ---------------------------------------------------------------------
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Documents by id, in the order asked; missing ids are skipped."""
-        return self._cells_to_documents(self._memory.get(list(ids)))
+        if self._bridge.empty:
+            return []
+        return self._cells_to_documents(self.memory.get(list(ids)))
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Async :meth:`get_by_ids`."""
-        cells = await self._memory.aget(list(ids))
+        if self._bridge.empty:
+            return []
+        cells = await self.memory.aget(list(ids))
         if not self.include_group_metadata:
             return self._cells_to_documents(cells)
         return await run_in_executor(None, self._cells_to_documents, cells)
@@ -340,7 +380,7 @@ class MagneticVectorStore(VectorStore):
     def _cells_to_documents(self, cells: Sequence[Any]) -> list[Document]:
         if not self.include_group_metadata:
             return [cell_to_document(c) for c in cells]
-        labels = {gid: self._memory.group(gid).label for gid in {c.group_id for c in cells}}
+        labels = {gid: self.memory.group(gid).label for gid in {c.group_id for c in cells}}
         return [cell_to_document(c, group_label=labels[c.group_id]) for c in cells]
 
     def similarity_search(
@@ -367,22 +407,34 @@ class MagneticVectorStore(VectorStore):
     def similarity_search_with_score(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
-        """Documents with their cosine distance to ``query`` (0 identical, 2 opposite).
+        """Documents with a distance to ``query`` that follows their order (lower is better).
 
-        The order is the engine's ranking: cosine similarity plus a boost for cells that
-        share an entity (file name, proper noun, ...) with the query and a weighted BM25
-        score of the query's words. Pass ``entity_boost=0.0, lexical_weight=0.0`` to rank
-        by the distance alone.
+        The order is the engine's ranking: cosine similarity ``cos`` plus a boost ``b`` for
+        cells that share an entity (file name, proper noun, ...) with the query and the
+        weighted, normalised BM25 score ``l`` of the query's words. The score returned is
+        that ranking ``r = cos + b + l`` rescaled into [0, 2]:
+        ``2 (c - r) / (c + 1)``, where ``c`` is the best ``r`` possible for this query
+        (1, plus ``entity_boost`` if the query names an entity, plus ``lexical_weight`` if
+        it has indexed words). It therefore increases down the list; with
+        ``entity_boost=0.0, lexical_weight=0.0`` it is exactly the cosine distance
+        ``1 - cos``. ``similarity_search_with_relevance_scores`` maps it to
+        ``1 - score / 2`` in [0, 1] (or your ``relevance_score_fn``). The exact cosine of
+        each result is ``Hit.score`` in :meth:`search_hits`.
+
+        ``where_document`` (``{"$contains": "..."}``, ``{"$not_contains": "..."}``) keeps
+        only results whose text passes; those are ranked by exact cosine.
         """
         hits = self._bridge.search(query, None, k, filter, kwargs)
-        return list(zip(self._documents(hits, kwargs), _distances(hits)))
+        distances = self._bridge.distances(hits, query, kwargs) if hits else []
+        return list(zip(self._documents(hits, kwargs), distances))
 
     async def asimilarity_search_with_score(
         self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Async :meth:`similarity_search_with_score`."""
         hits = await self._bridge.asearch(query, None, k, filter, kwargs)
-        return list(zip(self._documents(hits, kwargs), _distances(hits)))
+        distances = self._bridge.distances(hits, query, kwargs) if hits else []
+        return list(zip(self._documents(hits, kwargs), distances))
 
     def similarity_search_by_vector(
         self,
@@ -523,6 +575,3 @@ class MagneticVectorStore(VectorStore):
         await store.aadd_texts(texts, metadatas, ids=ids)
         return store
 
-
-def _distances(hits: Sequence[Hit]) -> list[float]:
-    return [cosine_distance(h.score) for h in hits]

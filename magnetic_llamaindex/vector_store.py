@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -20,21 +20,19 @@ from llama_index.core.vector_stores.types import (
 
 from magnetic_core.config import MemoryConfig
 from magnetic_core.deferred import DeferredMemory
-from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
 from magnetic_core.types import Cell
+from magnetic_llamaindex.construction import engine_embedder, no_extra_kwargs, refuse_with_memory
 from magnetic_llamaindex.embeddings import (
     PRECOMPUTED_NAME,
-    LlamaIndexEmbedder,
-    MagneticEmbedding,
     PrecomputedEmbedder,
     embed_query_text,
 )
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.nodes import REF_DOC_ID, cell_to_node, nodes_to_records
 from magnetic_llamaindex.plan import QueryPlan, id_list, plan_query
-from magnetic_llamaindex.ranking import maximal_marginal_relevance, top_k
+from magnetic_llamaindex.ranking import maximal_marginal_relevance
 
 __all__ = ["MagneticVectorStore"]
 
@@ -161,7 +159,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
         deferred = None
         mem: MagneticMemory | None
         if memory is not None:
-            _refuse_with_memory(memory, settings)
+            refuse_with_memory(memory, settings)
             mem, owns = memory, False
         elif dim is None and embed_model is None:
             if path is not None and client is not None:
@@ -186,7 +184,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
             mem = MagneticMemory(
                 path=os.fspath(path) if path is not None else DEFAULT_PATH,
                 namespace=namespace or "default",
-                embedder=_engine_embedder(dim, embedder_name, embed_model),
+                embedder=engine_embedder(dim, embedder_name, embed_model),
                 config=config,
                 client=client,
             )
@@ -257,7 +255,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
                 dimension (DimensionError), or metadata that cannot be stored; nothing is
                 stored then.
         """
-        _no_extra_kwargs("add", add_kwargs)
+        no_extra_kwargs("add", add_kwargs)
         if not nodes:
             return []
         mem = self._open()
@@ -272,7 +270,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the source document ``ref_doc_id``."""
-        _no_extra_kwargs("delete", delete_kwargs)
+        no_extra_kwargs("delete", delete_kwargs)
         if not isinstance(ref_doc_id, str) or not ref_doc_id:
             raise InvalidInputError(f"ref_doc_id must be a non-empty string, got {ref_doc_id!r}")
         mem = self._open()
@@ -290,7 +288,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
         Raises:
             InvalidInputError: neither ids nor filters were given (use :meth:`clear`).
         """
-        _no_extra_kwargs("delete_nodes", delete_kwargs)
+        no_extra_kwargs("delete_nodes", delete_kwargs)
         predicate = to_predicate(filters)
         if node_ids is None and predicate is None:
             raise InvalidInputError(
@@ -375,12 +373,9 @@ class MagneticVectorStore(BasePydanticVectorStore):
         if plan.node_ids is None:
             hits = mem.search(vector=vector, k=k, filter=plan.predicate, n_probe=plan.n_probe)
             return [h.cell for h in hits], [h.score for h in hits]
-        cells = mem.get(ids=plan.node_ids, filter=plan.predicate)
-        if not cells or k == 0:
-            return [], []
-        scores = mem.get_vectors([c.id for c in cells]) @ vector
-        order = top_k(scores, k)
-        return [cells[i] for i in order], [float(scores[i]) for i in order]
+        allowed = [c.id for c in mem.get(ids=plan.node_ids, filter=plan.predicate)]
+        hits = mem.search_among(allowed, k=k, vector=vector) if allowed else []
+        return [h.cell for h in hits], [h.score for h in hits]
 
     # -- async twins -----------------------------------------------------------------
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
@@ -413,43 +408,3 @@ class MagneticVectorStore(BasePydanticVectorStore):
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async :meth:`query`."""
         return await asyncio.to_thread(self.query, query, **kwargs)
-
-
-def _refuse_with_memory(memory: MagneticMemory, settings: Mapping[str, Any]) -> None:
-    if not isinstance(memory, MagneticMemory):
-        raise InvalidInputError(
-            f"memory must be a MagneticMemory, got {type(memory).__name__}",
-            hint="or build the store from path=/client= with dim= or embed_model=",
-        )
-    given = [name for name, value in settings.items() if value is not None]
-    if given:
-        raise InvalidInputError(
-            f"the store was given a memory and also {', '.join(given)}",
-            hint="pass either memory, or the settings to open one (the memory has its own)",
-        )
-
-
-def _engine_embedder(
-    dim: int | None, embedder_name: str | None, embed_model: BaseEmbedding | None
-) -> Embedder:
-    """The core embedder of a new memory: the embed model itself, or a named stand-in."""
-    if embed_model is None:
-        if dim is None:
-            raise InvalidInputError(
-                "the store needs dim= or embed_model= when it is not built from a memory",
-                hint="pass embed_model=your_embed_model, or dim=<its embedding size>",
-            )
-        return PrecomputedEmbedder(dim, embedder_name or PRECOMPUTED_NAME)
-    if dim is not None or embedder_name is not None:
-        raise InvalidInputError(
-            "the embedding model was given two ways: embed_model and dim/embedder_name",
-            hint="pass only embed_model; its name and size are read from it",
-        )
-    if isinstance(embed_model, MagneticEmbedding):
-        return embed_model.embedder
-    return LlamaIndexEmbedder(embed_model)
-
-
-def _no_extra_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
-    if kwargs:
-        raise InvalidInputError(f"{method}() got unexpected keyword arguments {sorted(kwargs)}")

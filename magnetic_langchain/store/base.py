@@ -26,7 +26,12 @@ from langgraph.store.base import (
 from magnetic_core import MagneticMemory
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import validate_vectors
-from magnetic_core.errors import ClosedError, EmbeddingError, InvalidInputError
+from magnetic_core.errors import (
+    ClosedError,
+    EmbedderMismatchError,
+    EmbeddingError,
+    InvalidInputError,
+)
 from magnetic_core.persistence import open_client
 from magnetic_langchain.embeddings import embedder_name
 from magnetic_langchain.store.embedding import resolve_index
@@ -320,12 +325,18 @@ class MagneticStore(BaseStore):
         """The open namespace, opened on first use; None when it holds no items."""
         space = self._spaces.get(namespace)
         if space is None and namespace in self._registry.namespaces:
-            memory = MagneticMemory(
-                client=self._client,
-                namespace=engine_name(self._prefix, namespace),
-                embedder=StampEmbedder(self._stamp, self._dims),
-                config=self._config,
-            )
+            try:
+                memory = MagneticMemory(
+                    client=self._client,
+                    namespace=engine_name(self._prefix, namespace),
+                    embedder=StampEmbedder(self._stamp, self._dims),
+                    config=self._config,
+                )
+            except EmbedderMismatchError as e:
+                raise EmbedderMismatchError(
+                    f"namespace {namespace!r} was stored with another index: {e.message}",
+                    hint="open the MagneticStore with the index config it was written with",
+                ) from e
             space = self._spaces[namespace] = Space(namespace, memory)
         return space
 

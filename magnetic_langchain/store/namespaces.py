@@ -17,7 +17,7 @@ from typing import Any
 from langgraph.store.base import MatchCondition
 
 from magnetic_core import MagneticMemory
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.errors import EmbeddingError, InvalidInputError
 
 __all__ = ["NamespaceRegistry", "StampEmbedder", "engine_name", "matches", "select_namespaces"]
 
@@ -43,11 +43,17 @@ class StampEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    def _refuse(self) -> EmbeddingError:
+        return EmbeddingError(
+            "this namespace belongs to a MagneticStore, which embeds item fields itself",
+            hint="read and write it through the MagneticStore",
+        )
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        raise RuntimeError("MagneticStore computes its vectors itself; nothing to embed here")
+        raise self._refuse()
 
     def embed_query(self, text: str) -> list[float]:
-        raise RuntimeError("MagneticStore computes its vectors itself; nothing to embed here")
+        raise self._refuse()
 
 
 def check_prefix(prefix: str) -> str:

@@ -185,3 +185,15 @@ def test_exported_from_the_package() -> None:
 
     assert magnetic_langchain.MagneticStore is MagneticStore
     assert "MagneticStore" in magnetic_langchain.__all__
+
+
+def test_reopening_with_another_index_is_refused_clearly(tmp_path: Path) -> None:
+    from magnetic_core.errors import EmbedderMismatchError
+
+    index = {"dims": DIMS, "embed": CharProfileEmbeddings(DIMS)}
+    with MagneticStore(str(tmp_path), index=index) as store:
+        store.put(("users", "alice"), "k", {"text": "hello"})
+    with MagneticStore(str(tmp_path)) as plain:
+        for read in (lambda: plain.get(("users", "alice"), "k"), plain.list_namespaces):
+            with pytest.raises(EmbedderMismatchError, match=r"\('users', 'alice'\).*index config"):
+                read()
