@@ -8,54 +8,17 @@ adapters open their memory through :class:`DeferredMemory`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from magnetic_core.config import MemoryConfig
-from magnetic_core.embeddings import Embedder
-from magnetic_core.errors import EmbeddingError
+from magnetic_core.embeddings import Embedder, VectorsOnly
 from magnetic_core.memory import MagneticMemory
 from magnetic_core.persistence import open_client, read_stamp
 
 __all__ = ["PRECOMPUTED", "DeferredMemory", "VectorsOnly"]
 
 PRECOMPUTED = "precomputed"
-
-
-class VectorsOnly:
-    """The embedder stamp of a store whose vectors all come from outside; refuses to embed.
-
-    Args:
-        dim: the vectors' dimension.
-        name: the model name to stamp (the stored name when the namespace exists).
-    """
-
-    def __init__(self, dim: int, name: str = PRECOMPUTED) -> None:
-        self._dim = dim
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def _refuse(self) -> EmbeddingError:
-        return EmbeddingError(
-            f"this store has no embedding model (its {self._dim}-d vectors are given with "
-            "the data), so it cannot embed text",
-            hint="search by vector, or build the store with an embedding model",
-        )
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        raise self._refuse()
-
-    def embed_query(self, text: str) -> np.ndarray:
-        raise self._refuse()
 
 
 class DeferredMemory:

@@ -26,6 +26,7 @@ __all__ = [
     "HashingEmbedder",
     "OllamaEmbedder",
     "SentenceTransformerEmbedder",
+    "VectorsOnly",
     "default_embedder",
     "embed_checked",
     "validate_vectors",
@@ -52,6 +53,66 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]] | np.ndarray: ...
 
     def embed_query(self, text: str) -> list[float] | np.ndarray: ...
+
+
+class VectorsOnly:
+    """The embedder stamp of a store whose vectors are computed outside the engine.
+
+    It names the model and its dimension (stamped on the store) and refuses to embed text,
+    with an error saying where the vectors come from and what to do instead.
+
+    Args:
+        dim: the vectors' dimension.
+        name: the model name to stamp.
+        reason: why there is no model here (the start of the error message).
+        hint: what to do instead.
+
+    Example:
+        >>> stamp = VectorsOnly(3)
+        >>> stamp.name, stamp.dim
+        ('precomputed', 3)
+        >>> stamp.embed_query("hello")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        magnetic_core.errors.EmbeddingError: this store has no embedding model ...
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        name: str = "precomputed",
+        *,
+        reason: str | None = None,
+        hint: str = "search by vector, or build the store with an embedding model",
+    ) -> None:
+        self._dim = int(check_int(dim, "dim", low=1))
+        self._name = name
+        self._reason = reason or (
+            f"this store has no embedding model (its {dim}-d vectors are given with the "
+            "data), so it cannot embed text"
+        )
+        self._hint = hint
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def refusal(self) -> EmbeddingError:
+        """The error raised when text would need embedding."""
+        return EmbeddingError(self._reason, hint=self._hint)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        raise self.refusal()
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise self.refusal()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self._dim}, name={self._name!r})"
 
 
 def validate_vectors(vectors: Any, dim: int | None, *, what: str = "vector") -> np.ndarray:

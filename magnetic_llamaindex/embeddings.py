@@ -18,7 +18,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 
-from magnetic_core.embeddings import Embedder
+from magnetic_core.embeddings import Embedder, VectorsOnly
 from magnetic_core.errors import EmbeddingError, InvalidInputError
 from magnetic_core.memory import MagneticMemory
 
@@ -33,7 +33,7 @@ __all__ = [
 PRECOMPUTED_NAME = "llamaindex-precomputed"
 
 
-class PrecomputedEmbedder:
+class PrecomputedEmbedder(VectorsOnly):
     """The engine-side stand-in for an embedding model that runs in LlamaIndex.
 
     The store records ``name`` and ``dim`` and refuses to reopen with different ones, so
@@ -62,34 +62,14 @@ class PrecomputedEmbedder:
             )
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError(f"the embedder name must be a non-empty string, got {name!r}")
-        self._dim = dim
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def refusal(self) -> EmbeddingError:
-        """The error raised when text would need embedding."""
-        return EmbeddingError(
-            f"this store has no embedding model: its vectors come from LlamaIndex "
-            f"({self._name!r}, {self._dim}-d), so it cannot embed text itself",
+        super().__init__(
+            dim,
+            name,
+            reason=f"this store has no embedding model: its vectors come from LlamaIndex "
+            f"({name!r}, {dim}-d), so it cannot embed text itself",
             hint="pass embeddings (node.embedding, VectorStoreQuery.query_embedding), give "
             "the retriever an embed_model, or build the store with embed_model=",
         )
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        raise self.refusal()
-
-    def embed_query(self, text: str) -> np.ndarray:
-        raise self.refusal()
-
-    def __repr__(self) -> str:
-        return f"PrecomputedEmbedder(dim={self._dim}, name={self._name!r})"
 
 
 class LlamaIndexEmbedder:

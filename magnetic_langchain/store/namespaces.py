@@ -17,14 +17,15 @@ from typing import Any
 from langgraph.store.base import MatchCondition
 
 from magnetic_core import MagneticMemory
-from magnetic_core.errors import EmbeddingError, InvalidInputError
+from magnetic_core.embeddings import VectorsOnly
+from magnetic_core.errors import InvalidInputError
 
 __all__ = ["NamespaceRegistry", "StampEmbedder", "engine_name", "matches", "select_namespaces"]
 
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,19}$")
 
 
-class StampEmbedder:
+class StampEmbedder(VectorsOnly):
     """The embedder stamp of a store namespace whose vectors are computed by the store.
 
     The store embeds item fields itself (so async embedding functions work) and hands the
@@ -32,28 +33,12 @@ class StampEmbedder:
     """
 
     def __init__(self, name: str, dim: int) -> None:
-        self._name = name
-        self._dim = dim
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    def _refuse(self) -> EmbeddingError:
-        return EmbeddingError(
-            "this namespace belongs to a MagneticStore, which embeds item fields itself",
+        super().__init__(
+            dim,
+            name,
+            reason="this namespace belongs to a MagneticStore, which embeds item fields itself",
             hint="read and write it through the MagneticStore",
         )
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        raise self._refuse()
-
-    def embed_query(self, text: str) -> list[float]:
-        raise self._refuse()
 
 
 def check_prefix(prefix: str) -> str:
