@@ -37,7 +37,13 @@ from magnetic_core.search import SearchPlan, run_search
 from magnetic_core.sleep import SleepConfig
 from magnetic_core.sleeper import Sleeper, finish_recovery, recover
 from magnetic_core.state import load_state
-from magnetic_core.supersession import link_cells, newer_of, superseded_by, superseded_ids
+from magnetic_core.supersession import (
+    link_cells,
+    links_kept_by_upsert,
+    newer_of,
+    superseded_by,
+    superseded_ids,
+)
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, SleepReport, Stats
 
 __all__ = ["MagneticMemory"]
@@ -313,21 +319,27 @@ class MagneticMemory:
         now = _now()
         records = self._catalog.records
         created = [records[c].created_at if c in records else now for c in ids]
-        links = [list(records[c].contradictions) if c in records else [] for c in ids]
+        links, partners = [], set()
+        for cid, text in zip(ids, texts, strict=True):
+            kept, changed = links_kept_by_upsert(records, cid, text)
+            links.append(kept)
+            partners |= changed
+        partners -= set(ids)
         # A write of more cells than one Chroma batch goes through the journal.
-        txn = self._clock.new_txn() if len(ids) > self._store.batch else None
+        txn = self._clock.new_txn() if len(ids) + len(partners) > self._store.batch else None
         if txn is not None:
-            existing = [c for c in ids if c in records]
+            existing = [c for c in ids if c in records] + sorted(partners)
             self._journal.begin_write(txn, existing, *self._writeback.rows_of(existing))
         self._calibration.assign(self._index, ids, vecs)
         for i, cid in enumerate(ids):
             self._catalog.put(
                 cid, CellRecord(texts[i], metas[i], entities[i], created[i], now, links[i])
             )
-        self._writeback.cells(ids, counter=self._clock.tick(), txn=txn)
+        self._writeback.cells([*ids, *sorted(partners)], counter=self._clock.tick(), txn=txn)
         if txn is not None:
             self._journal.finish()
         self._calibration.commit(self._store.save_settings)
+        self._superseded = set(superseded_ids(records, self._superseded))
 
     def delete(
         self, ids: Sequence[str] | None = None, filter: Mapping[str, Any] | Predicate | None = None

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from magnetic_core.errors import InvalidInputError
 
 __all__ = [
+    "links_kept_by_upsert",
     "CONTRADICTIONS_KEY",
     "SUPERSEDED_AT_KEY",
     "SUPERSEDED_BY_KEY",
@@ -102,6 +103,33 @@ def link_cells(
         if supersede is not None:
             link["supersession"] = SUPERSEDED_BY if me == supersede[0] else SUPERSEDES
             link["at"] = now
+
+
+def links_kept_by_upsert(
+    records: Mapping[str, _Record], cid: str, text: str
+) -> tuple[list[dict[str, Any]], set[str]]:
+    """The links an upsert of ``cid`` with ``text`` keeps, and the partners it changes.
+
+    Links are the user's data and survive an upsert on both sides. A supersession, though,
+    was a judgement about the old text: when the text changes, both sides of it become plain
+    contradiction links (the cell is current again and supersedes nothing). The partners'
+    records are updated in place; the caller writes them with the upserted cell.
+    """
+    record = records.get(cid)
+    if record is None:
+        return [], set()
+    if record.text == text:
+        return [dict(x) for x in record.contradictions], set()
+    kept, partners = [], set()
+    for link in record.contradictions:
+        kept.append({k: v for k, v in link.items() if k != "supersession"})
+        other = records.get(link.get("other", ""))
+        if "supersession" not in link or other is None:
+            continue
+        for back in other.contradictions:
+            if back.get("other") == cid and back.pop("supersession", None) is not None:
+                partners.add(link["other"])
+    return kept, partners
 
 
 def superseded_ids(records: Mapping[str, _Record], candidates: set[str]) -> frozenset[str]:

@@ -62,6 +62,18 @@ def test_explicit_supersede_overrides_time_order_and_upsert_resets_it(mem: Magne
     mem.add(["Alice lives in Berlin again."], ids=["new"])  # a fresh fact under the same id
     assert mem.get(["new"])[0].superseded_by is None
     assert "new" in {h.id for h in mem.search("Alice", k=3, current_only=True)}
+    # Both sides keep the link as a plain contradiction (nothing one-sided).
+    new, old = mem.get(["new", "old"])
+    assert [x["other"] for x in new.contradictions] == ["old"]
+    assert [x["other"] for x in old.contradictions] == ["new"]
+    assert all("supersession" not in x for x in (*new.contradictions, *old.contradictions))
+
+
+def test_upserting_the_same_text_keeps_the_supersession(mem: MagneticMemory):
+    mem.supersede("old", "new", "moved")
+    (old,) = mem.get(["old"])
+    mem.add([old.text], metadatas=[{"checked": True}], ids=["old"])
+    assert mem.get(["old"])[0].superseded_by == "new"
 
 
 def test_bad_links_are_refused_and_change_nothing(mem: MagneticMemory):

@@ -87,8 +87,9 @@ def test_two_waves_merge_and_the_newer_fact_supersedes(
         assert all("magnetic_superseded_by" not in d.metadata for d in plain)  # opt-in
 
         text = SearchMemoryTool(store=store).invoke({"query": query, "k": 8})
-        line = next(x for x in text.splitlines() if OLDER in x)
-        assert "superseded by id=w2-3" in line
+        # The agent's search tool reads current memories: the newer fact, with its link.
+        line = next(x for x in text.splitlines() if NEWER in x)
+        assert "supersedes id=w1-0" in line and OLDER not in text
 
         current = store.similarity_search(query, k=8, current_only=True)
         texts = [d.page_content for d in current]
