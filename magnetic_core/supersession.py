@@ -42,6 +42,7 @@ SUPERSEDES_KEY = "magnetic_supersedes"
 
 
 class _Record(Protocol):
+    text: str
     contradictions: list[dict[str, Any]]
     created_at: float
     updated_at: float

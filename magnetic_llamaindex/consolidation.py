@@ -27,6 +27,7 @@ from magnetic_core.consolidate import (
     ask_each,
     raise_failures,
 )
+from magnetic_core.errors import InvalidInputError
 from magnetic_core.llm_json import (
     LLMError,
     LLMUnavailableError,
@@ -116,16 +117,23 @@ def predict_structured(
         except StructuredOutputError as e:
             if attempt == retries:
                 raise
-            chat = [
-                *chat,
-                ChatMessage(role="assistant", content=raw or "(empty answer)"),
-                ChatMessage(
-                    role="user",
-                    content=f"Your answer could not be used: "
-                    f"{e.message}. Reply again with only the JSON object.",
-                ),
-            ]
+            chat = _with_retry(chat, raw, e)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _with_retry(
+    chat: list[ChatMessage], raw: str, error: StructuredOutputError
+) -> list[ChatMessage]:
+    """The conversation again, with the unusable answer and the parse error shown to the model."""
+    return [
+        *chat,
+        ChatMessage(role="assistant", content=raw or "(empty answer)"),
+        ChatMessage(
+            role="user",
+            content=f"Your answer could not be used: {error.message}. "
+            "Reply again with only the JSON object.",
+        ),
+    ]
 
 
 async def apredict_structured(
@@ -151,15 +159,7 @@ async def apredict_structured(
         except StructuredOutputError as e:
             if attempt == retries:
                 raise
-            chat = [
-                *chat,
-                ChatMessage(role="assistant", content=raw or "(empty answer)"),
-                ChatMessage(
-                    role="user",
-                    content=f"Your answer could not be used: "
-                    f"{e.message}. Reply again with only the JSON object.",
-                ),
-            ]
+            chat = _with_retry(chat, raw, e)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -225,7 +225,10 @@ def _worker(
 ) -> Consolidator:
     mem = getattr(memory, "memory", memory)
     if not isinstance(mem, MagneticMemory):
-        raise TypeError(f"expected a MagneticMemory or store, got {type(memory).__name__}")
+        raise InvalidInputError(
+            f"expected a MagneticMemory or a MagneticStorage vector store, "
+            f"got {type(memory).__name__}"
+        )
     return Consolidator(
         mem,
         check=check,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from magnetic_core.errors import InvalidInputError, MagneticError
+from magnetic_langchain.agent import commands as agent_commands
 from magnetic_langchain.cli import demo, hierarchy, ingest, memories, search, sleep
 from magnetic_langchain.cli.demo import sample_memories
 from magnetic_langchain.cli.options import UsageError, add_global_options
@@ -52,24 +53,18 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command (the agent's commands too, once that package exists)."""
+    """The parser of every command, the agent's included."""
     parser = Parser(prog="magnetic", description=DESCRIPTION, epilog=EPILOG)
     add_global_options(parser, defaults=True)
     common = Parser(add_help=False)
     add_global_options(common, defaults=False)
-    parents = [common]
+    parents: list[argparse.ArgumentParser] = [common]
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=Parser
     )
     for module in (demo, memories, ingest, search, hierarchy, sleep):
         module.register(sub, parents)
-    try:
-        from magnetic_langchain.agent.commands import register as register_agent
-    except ModuleNotFoundError as e:  # the agent package is optional until it lands
-        if e.name not in ("magnetic_langchain.agent", "magnetic_langchain.agent.commands"):
-            raise
-    else:
-        register_agent(sub, parents)
+    agent_commands.register(sub, parents)
     return parser
 
 
