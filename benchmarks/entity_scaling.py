@@ -2,7 +2,7 @@
 
 Logs are the hard case for entity extraction: every line brings new paths, mailboxes,
 order numbers and identifiers, so the number of distinct entities grows with the text.
-The script times :func:`magnetic_core.entities.extract_entities` (and a whole ``add``)
+The script times :func:`magnetic_core._text.entities.extract_entities` (and a whole ``add``)
 on logs of growing size and writes ``entity_scaling.json`` / ``.md`` to
 ``benchmarks/results/``. Time per MB should stay flat: extraction is linear in the text.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, markdown_table, write_results
 from magnetic_core import HashingEmbedder, MagneticMemory, MemoryConfig
-from magnetic_core.entities import extract_entities
+from magnetic_core._text.entities import extract_entities
 
 SIZES = (40_000, 160_000, 666_000, 2_000_000, 10_000_000)
 SMOKE_SIZES = (20_000, 80_000)

@@ -27,8 +27,8 @@ import numpy as np
 
 from benchmarks import common
 from magnetic_core import MagneticMemory, MemoryConfig
+from magnetic_core._index.index import HierIndex
 from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
-from magnetic_core.index import HierIndex
 
 K = 10
 TARGET_RECALL = 0.98

@@ -53,7 +53,8 @@ def _text(rng: random.Random, i: int) -> str:
 
 def _worker(args: argparse.Namespace) -> None:
     """Run the stream; one JSON line per checkpoint on stdout."""
-    from magnetic_core import HashingEmbedder, MagneticMemory, persistence
+    from magnetic_core import HashingEmbedder, MagneticMemory
+    from magnetic_core._store import persistence
 
     if args.hnsw_links:
         # the experiment behind the HNSW settings: collections built with this many links

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from magnetic_core._sleep.plan import SleepConfig
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import (
     Embedder,
@@ -27,7 +28,6 @@ from magnetic_core.errors import (
 )
 from magnetic_core.filters import compile_filter
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.sleep import SleepConfig
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, SleepReport, Stats
 
 __version__ = "0.1.0"

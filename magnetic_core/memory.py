@@ -14,12 +14,34 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from magnetic_core.catalog import CellRecord
-from magnetic_core.clustering import normalize
-from magnetic_core.concurrency import RWLock
+from magnetic_core._index.clustering import normalize
+from magnetic_core._search.restricted import search_restricted
+from magnetic_core._search.search import SearchPlan, run_search
+from magnetic_core._search.views import cell_view, group_info, hit_view, merge_plan, stats_view
+from magnetic_core._sleep.plan import SleepConfig
+from magnetic_core._sleep.sleeper import Sleeper, finish_recovery, recover
+from magnetic_core._sleep.supersession import (
+    link_cells,
+    links_kept_by_upsert,
+    newer_of,
+    superseded_by,
+    superseded_ids,
+)
+from magnetic_core._store.catalog import CellRecord
+from magnetic_core._store.concurrency import RWLock
+from magnetic_core._store.journal import Journal, WriterClock
+from magnetic_core._store.persistence import ChromaStore, open_client
+from magnetic_core._store.state import load_state
+from magnetic_core._text.entities import extract_entities
+from magnetic_core._text.inputs import (
+    check_id_list,
+    check_k,
+    validate_batch,
+    validate_batch_vectors,
+)
+from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import Embedder, default_embedder, embed_checked, validate_vectors
-from magnetic_core.entities import extract_entities
 from magnetic_core.errors import (
     ClosedError,
     EmptyTextError,
@@ -27,23 +49,6 @@ from magnetic_core.errors import (
     PersistenceError,
 )
 from magnetic_core.filters import Predicate, compile_filter
-from magnetic_core.hierarchy import cell_view, group_info, hit_view, merge_plan, stats_view
-from magnetic_core.inputs import check_id_list, check_k, validate_batch, validate_batch_vectors
-from magnetic_core.journal import Journal, WriterClock
-from magnetic_core.lexical import LexicalIndex
-from magnetic_core.persistence import ChromaStore, open_client
-from magnetic_core.restricted import search_restricted
-from magnetic_core.search import SearchPlan, run_search
-from magnetic_core.sleep import SleepConfig
-from magnetic_core.sleeper import Sleeper, finish_recovery, recover
-from magnetic_core.state import load_state
-from magnetic_core.supersession import (
-    link_cells,
-    links_kept_by_upsert,
-    newer_of,
-    superseded_by,
-    superseded_ids,
-)
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, SleepReport, Stats
 
 __all__ = ["MagneticMemory"]
@@ -668,7 +673,7 @@ class MagneticMemory:
         Args:
             dry_run: plan only; the report's ``after`` is the predicted state.
             background: run on the memory's sleep thread and return a ``Future``.
-            config: a :class:`~magnetic_core.sleep.SleepConfig`.
+            config: a :class:`~magnetic_core._sleep.plan.SleepConfig`.
             **settings: fields of ``SleepConfig`` (e.g. ``merge_threshold=0.85``).
 
         Returns:

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from magnetic_core.inputs import validate_batch
+from magnetic_core._text.inputs import validate_batch
 
 __all__ = [
     "SEARCH_OPTIONS",

@@ -16,8 +16,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
 from magnetic_core import EmbeddingError, EmptyTextError, Hit, InvalidInputError, MagneticMemory
-from magnetic_core.document_filter import compile_document_filter
-from magnetic_core.ranking import rank_ceiling, ranking_distance
+from magnetic_core._search.topk import rank_ceiling, ranking_distance
+from magnetic_core._text.document_filter import compile_document_filter
 from magnetic_langchain.arguments import check_mmr, check_search_options
 from magnetic_langchain.documents import maximal_marginal_relevance
 from magnetic_langchain.embeddings import LangChainEmbedder

@@ -16,14 +16,14 @@ import numpy as np
 from langchain_core.documents import Document
 
 from magnetic_core import InvalidInputError
-from magnetic_core.document_filter import compile_document_filter
+from magnetic_core._text.document_filter import compile_document_filter
 from magnetic_langchain.arguments import prepare_texts
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from magnetic_core import Cell, Hit, MagneticMemory
-    from magnetic_core.deferred import DeferredMemory
+    from magnetic_core._store.deferred import DeferredMemory
     from magnetic_langchain.bridge import MemoryBridge
 
 __all__ = ["ChromaCompatMixin", "GET_INCLUDE"]

@@ -3,7 +3,7 @@
 The chain first runs the core's consolidation pass (:meth:`MagneticMemory.sleep`), then
 shows the facts of the groups that changed to an LLM, in calls of at most
 ``cells_per_call`` facts chosen so that every pair of close facts meets in some call
-(:mod:`magnetic_core.review`). Answers come through :func:`invoke_structured` (the
+(:mod:`magnetic_core._sleep.review`). Answers come through :func:`invoke_structured` (the
 model's own structured output, else repaired JSON and one retry). Each contradiction is
 recorded with :meth:`MagneticMemory.mark_contradiction`: both cells are kept and linked,
 and where their timestamps differ the newer one supersedes the older. A model that
@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from magnetic_core import MagneticMemory
-from magnetic_core.consolidate import (
+from magnetic_core._sleep.consolidate import (
     ConsolidationResult,
     Consolidator,
     aask_each,
@@ -28,14 +28,14 @@ from magnetic_core.consolidate import (
     ask_each,
     raise_failures,
 )
-from magnetic_core.errors import InvalidInputError
-from magnetic_core.review import (
+from magnetic_core._sleep.review import (
     Call,
     ContradictingPair,
     Contradiction,
     ContradictionReport,
     plan_calls,
 )
+from magnetic_core.errors import InvalidInputError
 from magnetic_langchain.structured import ainvoke_structured, invoke_structured
 from magnetic_langchain.vectorstores import MagneticVectorStore
 

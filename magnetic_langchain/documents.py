@@ -13,8 +13,8 @@ from typing import Any
 from langchain_core.documents import Document
 
 from magnetic_core import Cell, Hit
-from magnetic_core.ranking import maximal_marginal_relevance
-from magnetic_core.supersession import (
+from magnetic_core._search.topk import maximal_marginal_relevance
+from magnetic_core._sleep.supersession import (
     CONTRADICTIONS_KEY,
     SUPERSEDED_AT_KEY,
     SUPERSEDED_BY_KEY,

@@ -32,7 +32,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 
-from magnetic_core.llm_json import (
+from magnetic_core._sleep.llm_json import (
     LLMError,
     LLMUnavailableError,
     StructuredOutputError,

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from magnetic_core import Cell, Hit, MagneticError
-from magnetic_core.supersession import describe_links
+from magnetic_core._sleep.supersession import describe_links
 from magnetic_langchain.documents import cell_to_document, hit_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 

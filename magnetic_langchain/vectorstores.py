@@ -15,7 +15,7 @@ from langchain_core.vectorstores import VectorStore
 from typing_extensions import Self
 
 from magnetic_core import EmbeddingError, Hit, MagneticMemory, MemoryConfig
-from magnetic_core.deferred import DeferredMemory
+from magnetic_core._store.deferred import DeferredMemory
 from magnetic_langchain.arguments import (
     batches,
     delete_filter,

@@ -6,7 +6,7 @@ superseding the older), exactly as the LangChain chain does; only the model call
 Answers come through the model's own structured output when it has one (a function
 calling model, or an LLM class with its own ``structured_predict`` such as LlamaIndex's
 Ollama, which passes the JSON schema as ``format``), else from its chat text, repaired
-(:func:`magnetic_core.llm_json.parse_model_json`) and retried once with the parse error.
+(:func:`magnetic_core._sleep.llm_json.parse_model_json`) and retried once with the parse error.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from llama_index.core.llms import LLM, ChatMessage
 from llama_index.core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, ValidationError
 
-from magnetic_core.consolidate import (
+from magnetic_core._sleep.consolidate import (
     ConsolidationResult,
     Consolidator,
     aask_each,
@@ -27,8 +27,7 @@ from magnetic_core.consolidate import (
     ask_each,
     raise_failures,
 )
-from magnetic_core.errors import InvalidInputError
-from magnetic_core.llm_json import (
+from magnetic_core._sleep.llm_json import (
     LLMError,
     LLMUnavailableError,
     StructuredOutputError,
@@ -36,8 +35,9 @@ from magnetic_core.llm_json import (
     is_unreachable,
     parse_model_json,
 )
+from magnetic_core._sleep.review import Call, Contradiction, ContradictionReport, plan_calls
+from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.review import Call, Contradiction, ContradictionReport, plan_calls
 
 __all__ = [
     "ConsolidationResult",
@@ -184,7 +184,7 @@ def consolidate(
             as in ``magnetic_langchain.create_consolidation_chain``.
 
     Returns:
-        A :class:`~magnetic_core.consolidate.ConsolidationResult`; ``ok`` is False when a
+        A :class:`~magnetic_core._sleep.consolidate.ConsolidationResult`; ``ok`` is False when a
         model call failed (the failures are listed, nothing is hidden).
 
     Example:

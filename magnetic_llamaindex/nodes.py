@@ -18,15 +18,15 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
-from magnetic_core.codec import validate_metadata
-from magnetic_core.errors import DimensionError, InvalidInputError, MetadataError
-from magnetic_core.supersession import (
+from magnetic_core._sleep.supersession import (
     CONTRADICTIONS_KEY,
     SUPERSEDED_AT_KEY,
     SUPERSEDED_BY_KEY,
     SUPERSEDES_KEY,
     link_metadata,
 )
+from magnetic_core._store.codec import validate_metadata
+from magnetic_core.errors import DimensionError, InvalidInputError, MetadataError
 from magnetic_core.types import Cell
 
 __all__ = [

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from magnetic_core._search.topk import maximal_marginal_relevance as core_mmr
 from magnetic_core.errors import InvalidInputError
-from magnetic_core.ranking import maximal_marginal_relevance as core_mmr
 
 __all__ = ["DEFAULT_MMR_THRESHOLD", "check_mmr_threshold", "maximal_marginal_relevance", "top_k"]
 
@@ -42,7 +42,7 @@ def check_mmr_threshold(threshold: Any) -> float:
 def maximal_marginal_relevance(
     query: np.ndarray, vectors: np.ndarray, k: int, threshold: float = DEFAULT_MMR_THRESHOLD
 ) -> list[int]:
-    """MMR picks (see :func:`magnetic_core.ranking.maximal_marginal_relevance`).
+    """MMR picks (see :func:`magnetic_core._search.topk.maximal_marginal_relevance`).
 
     ``threshold`` is LlamaIndex's ``mmr_threshold``: 1.0 ranks by relevance alone, 0.0 by
     diversity alone.

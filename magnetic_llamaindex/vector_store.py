@@ -18,8 +18,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
+from magnetic_core._store.deferred import DeferredMemory
 from magnetic_core.config import MemoryConfig
-from magnetic_core.deferred import DeferredMemory
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
 from magnetic_core.types import Cell

@@ -3,7 +3,7 @@
 ::
 
     MagneticError
-    ├── LLMError (magnetic_core.llm_json)
+    ├── LLMError (magnetic_core._sleep.llm_json)
     │   ├── LLMUnavailableError          the model's server cannot be reached
     │   ├── ModelNotFoundError           the server does not have the model
     │   └── ToolsUnsupportedError        the model cannot call tools
@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
+from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_core.errors import InvalidInputError
-from magnetic_core.llm_json import LLMError, LLMUnavailableError
 
 __all__ = [
     "LLMError",

@@ -21,7 +21,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from magnetic_core import Cell, MagneticMemory
-from magnetic_core.llm_json import LLMError
+from magnetic_core._sleep.llm_json import LLMError
 from magnetic_langchain.agent.personas import BUILTIN_PERSONAS
 from magnetic_langchain.consolidation import find_contradictions
 from magnetic_langchain.structured import invoke_structured

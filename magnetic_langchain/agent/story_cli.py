@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from magnetic_core import MagneticMemory
+from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_core.errors import InvalidInputError
-from magnetic_core.llm_json import LLMError, LLMUnavailableError
 from magnetic_langchain.agent.display import Painter
 from magnetic_langchain.agent.story import Draft, StoryWorld, regenerate_instruction
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from magnetic_core import MagneticMemory, MemoryConfig
+from magnetic_core._store.persistence import open_client, read_settings
 from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import InvalidInputError, MagneticError, PersistenceError
-from magnetic_core.persistence import open_client, read_settings
 from magnetic_langchain.cli.embedders import EMBEDDERS, create_embedder, stamped_embedder
 
 __all__ = [

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from magnetic_core.supersession import describe_links
+from magnetic_core._sleep.supersession import describe_links
 from magnetic_core.types import Cell, GroupInfo, Hit
 
 __all__ = [

@@ -13,7 +13,7 @@ import json
 from typing import Any, TextIO
 
 from magnetic_core import InvalidInputError, MagneticMemory
-from magnetic_core.llm_json import LLMError, LLMUnavailableError
+from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_core.types import SleepReport
 from magnetic_langchain.cli.options import UsageError, open_memory
 

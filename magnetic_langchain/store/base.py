@@ -24,6 +24,7 @@ from langgraph.store.base import (
 )
 
 from magnetic_core import MagneticMemory
+from magnetic_core._store.persistence import open_client
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import validate_vectors
 from magnetic_core.errors import (
@@ -32,7 +33,6 @@ from magnetic_core.errors import (
     EmbeddingError,
     InvalidInputError,
 )
-from magnetic_core.persistence import open_client
 from magnetic_langchain.embeddings import embedder_name
 from magnetic_langchain.store.embedding import resolve_index
 from magnetic_langchain.store.namespaces import (

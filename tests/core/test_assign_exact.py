@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 
+from magnetic_core._index.index import HierIndex
 from magnetic_core.eval import clustered_data
-from magnetic_core.index import HierIndex
 
 
 def _state(index: HierIndex) -> tuple:

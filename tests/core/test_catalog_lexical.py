@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from magnetic_core.catalog import Catalog, CellRecord
-from magnetic_core.lexical import LexicalIndex
+from magnetic_core._store.catalog import Catalog, CellRecord
+from magnetic_core._text.lexical import LexicalIndex
 
 
 def _record(text: str, entities: tuple[str, ...] = ()) -> CellRecord:
@@ -80,7 +80,7 @@ def test_words_in_most_cells_are_skipped_by_bm25():
 
 
 def _bm25_by_hand(texts: dict[str, str], query: str, k1: float = 1.2, b: float = 0.75):
-    from magnetic_core.entities import terms
+    from magnetic_core._text.entities import terms
 
     docs = {cid: terms(t) for cid, t in texts.items()}
     n = len(docs)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnetic_core.clustering import calibrate_threshold, plan_merge_pairs, two_means
+from magnetic_core._index.clustering import calibrate_threshold, plan_merge_pairs, two_means
+from magnetic_core._index.index import HierIndex
 from magnetic_core.eval import clustered_data
-from magnetic_core.index import HierIndex
 
 
 def _partition(index: HierIndex) -> set[frozenset[str]]:

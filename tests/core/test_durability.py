@@ -66,8 +66,8 @@ def _raise(*args, **kwargs):
 def test_building_a_store_or_its_writer_writes_nothing(tmp_path, hashing):
     import chromadb
 
-    from magnetic_core.persistence import ChromaStore
-    from magnetic_core.state import load_state
+    from magnetic_core._store.persistence import ChromaStore
+    from magnetic_core._store.state import load_state
 
     client = chromadb.PersistentClient(path=str(tmp_path))
     try:
@@ -86,8 +86,7 @@ def test_building_a_store_or_its_writer_writes_nothing(tmp_path, hashing):
 
 def _legacy_store(path, monkeypatch, hashing) -> list[str]:
     """A store built with the 2-link HNSW graph older versions used."""
-    from magnetic_core import persistence
-
+    from magnetic_core._store import persistence
     legacy = {"hnsw": {"space": "cosine", "ef_construction": 2, "max_neighbors": 2}}
     monkeypatch.setattr(persistence, "_COLLECTION_CONFIG", legacy)
     with MagneticMemory(path=str(path), embedder=hashing) as mem:

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from magnetic_core.codec import decode_metadata, encode_metadata, validate_metadata
-from magnetic_core.entities import extract_entities, terms
+from magnetic_core._store.codec import decode_metadata, encode_metadata, validate_metadata
+from magnetic_core._text.entities import extract_entities, terms
 from magnetic_core.errors import MetadataError
 
 

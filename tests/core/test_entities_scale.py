@@ -7,7 +7,7 @@ import random
 import pytest
 
 from magnetic_core import MagneticMemory, MemoryConfig
-from magnetic_core.entities import extract_entities
+from magnetic_core._text.entities import extract_entities
 from magnetic_core.errors import InvalidInputError
 
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from magnetic_core.concurrency import RWLock
+from magnetic_core._store.concurrency import RWLock
 from magnetic_core.eval import (
     clustered_data,
     exact_knn,

@@ -18,7 +18,7 @@ def test_core_never_imports_the_frameworks():
     import sys
 
     code = (
-        "import sys, magnetic_core, magnetic_core.eval, magnetic_core.persistence;"
+        "import sys, magnetic_core, magnetic_core.eval, magnetic_core._store.persistence;"
         "bad = [m for m in sys.modules if m.split('.')[0] in "
         "('langchain_core', 'langchain', 'llama_index')];"
         "print(bad); sys.exit(1 if bad else 0)"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from magnetic_core import MagneticMemory
-from magnetic_core.calibration import Calibration
+from magnetic_core._index.calibration import Calibration
 from magnetic_core.config import MemoryConfig
 from magnetic_core.errors import FilterError, InvalidInputError, MetadataError
 from magnetic_core.validators import MAX_DEPTH

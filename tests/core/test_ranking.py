@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from magnetic_core.ranking import maximal_marginal_relevance, top_indices
+from magnetic_core._search.topk import maximal_marginal_relevance, top_indices
 
 
 def test_mmr_prefers_a_diverse_second_pick():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from magnetic_core import HashingEmbedder, InvalidInputError, MagneticMemory, MemoryConfig
-from magnetic_core.sleep import SleepConfig, _neighbours
+from magnetic_core._sleep.plan import SleepConfig, _neighbours
 
 
 def clustered(seed: int = 0, k: int = 30, per: int = 40, d: int = 48, noise: float = 1.2):
@@ -150,7 +150,7 @@ def test_stats_report_health(loaded):
 
 def test_readers_do_not_wait_for_a_background_pass_and_writes_stay_correct(loaded, monkeypatch):
     mem, x, _ = loaded
-    import magnetic_core.sleeper as sleeper
+    import magnetic_core._sleep.sleeper as sleeper
 
     planning, release = threading.Event(), threading.Event()
     real_plan = sleeper.plan_pass

@@ -19,7 +19,7 @@ from tests.core.test_sleep import assignment, clustered, open_memory
 CHILD = textwrap.dedent(
     """
     import sys, time
-    import magnetic_core.sleep_journal as journal
+    import magnetic_core._sleep.journal as journal
     from magnetic_core import HashingEmbedder, MagneticMemory
 
     begin = journal.SleepJournal.begin

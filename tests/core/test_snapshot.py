@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from magnetic_core.catalog import Catalog
+from magnetic_core._index.index import HierIndex
+from magnetic_core._search.search import _SNAPSHOTS, SearchPlan, run_search
+from magnetic_core._search.snapshot import split_lists
+from magnetic_core._store.catalog import Catalog
 from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
-from magnetic_core.index import HierIndex
-from magnetic_core.search import _SNAPSHOTS, SearchPlan, run_search
-from magnetic_core.snapshot import split_lists
 
 N = 6000
 
@@ -137,7 +137,7 @@ def test_vectors_survive_the_snapshot_and_later_writes(data) -> None:
 
 
 def test_blocked_matvec_equals_the_plain_product() -> None:
-    from magnetic_core.search import MATVEC_BLOCK, matvec
+    from magnetic_core._search.search import MATVEC_BLOCK, matvec
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2 * MATVEC_BLOCK + 17, 16)).astype(np.float32)

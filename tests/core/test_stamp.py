@@ -9,7 +9,7 @@ import chromadb
 import pytest
 
 from magnetic_core import HashingEmbedder, InvalidInputError, MagneticMemory, MemoryConfig
-from magnetic_core.persistence import read_settings
+from magnetic_core._store.persistence import read_settings
 
 
 def test_read_settings_reads_without_creating(tmp_path: Path):

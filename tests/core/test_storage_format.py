@@ -9,7 +9,7 @@ import time
 import chromadb
 
 from magnetic_core import MagneticMemory
-from magnetic_core.persistence import ROW_KEY, SCHEMA_VERSION
+from magnetic_core._store.persistence import ROW_KEY, SCHEMA_VERSION
 
 
 def _fill(mem: MagneticMemory) -> None:

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from magnetic_core import MagneticMemory
-from magnetic_core.codec import decode_record
+from magnetic_core._store.codec import decode_record
+from magnetic_core._store.persistence import ROW_KEY
 from magnetic_core.errors import CorruptRecordError, MetadataError
-from magnetic_core.persistence import ROW_KEY
 from magnetic_core.validators import MAX_DEPTH
 
 

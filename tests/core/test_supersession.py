@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from magnetic_core import HashingEmbedder, InvalidInputError, MagneticMemory
-from magnetic_core.review import Fact, plan_calls, plan_chunks
+from magnetic_core._sleep.review import Fact, plan_calls, plan_chunks
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from langchain_ollama import ChatOllama
 from pydantic import Field
 
 from magnetic_core import MagneticMemory, MemoryConfig
-from magnetic_core.llm_json import LLMError, LLMUnavailableError
+from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_langchain import ConsolidationResult, create_consolidation_chain
 from magnetic_langchain.consolidation import afind_contradictions, find_contradictions
 from tests.langchain.fakes import ScriptedChatModel, tool_call

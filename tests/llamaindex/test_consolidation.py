@@ -15,8 +15,8 @@ from llama_index.core.schema import QueryBundle
 from pydantic import Field
 
 from magnetic_core import MagneticMemory, MemoryConfig
-from magnetic_core.llm_json import LLMError
-from magnetic_core.review import ContradictingPair, ContradictionReport
+from magnetic_core._sleep.llm_json import LLMError
+from magnetic_core._sleep.review import ContradictingPair, ContradictionReport
 from magnetic_llamaindex import MagneticRetriever
 from magnetic_llamaindex.consolidation import aconsolidate, consolidate, find_contradictions
 

@@ -83,8 +83,8 @@ def rank_ceiling(entity_boost: float, lexical_weight: float, query: str | None) 
     (1.3, 1.0)
     """
     # Imported here: the lexical index imports this module.
-    from magnetic_core.entities import extract_entities
-    from magnetic_core.lexical import LexicalIndex
+    from magnetic_core._text.entities import extract_entities
+    from magnetic_core._text.lexical import LexicalIndex
 
     if not query:
         return 1.0

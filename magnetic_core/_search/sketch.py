@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from magnetic_core.index import Group, HierIndex
+    from magnetic_core._index.index import Group, HierIndex
 
 __all__ = ["Sketcher", "principal_basis"]
 

@@ -1,12 +1,12 @@
 """One consolidation run, framework-free: the numeric pass, the review, the recording.
 
-The adapters supply only the model call, as a function from a :class:`~magnetic_core.review.Call`
-to a :class:`~magnetic_core.review.ContradictionReport` (sync or async). A run:
+The adapters supply only the model call, as a function from a :class:`~.review.Call`
+to a :class:`~.review.ContradictionReport` (sync or async). A run:
 
 1. the numeric pass (``memory.sleep()``), unless turned off;
 2. the groups to review (changed by the pass, merged, or all), largest first, at most
    ``max_groups`` (the rest are reported as skipped);
-3. the calls covering each group's close pairs (:func:`~magnetic_core.review.plan_calls`);
+3. the calls covering each group's close pairs (:func:`~magnetic_core._sleep.review.plan_calls`);
 4. the answers: a model found unreachable stops the run's remaining calls (reported once);
 5. each contradiction recorded with ``mark_contradiction`` (the newer fact supersedes).
 """
@@ -19,9 +19,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from magnetic_core.errors import InvalidInputError, MagneticError
-from magnetic_core.llm_json import LLMError, LLMUnavailableError
-from magnetic_core.review import (
+from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
+from magnetic_core._sleep.review import (
     Call,
     Contradiction,
     ContradictionReport,
@@ -30,6 +29,7 @@ from magnetic_core.review import (
     conclude,
     plan_calls,
 )
+from magnetic_core.errors import InvalidInputError, MagneticError
 from magnetic_core.types import SleepReport
 
 __all__ = ["ConsolidationResult", "Consolidator", "aask_each", "ask_each", "raise_failures"]

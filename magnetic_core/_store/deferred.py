@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from magnetic_core._store.persistence import open_client, read_stamp
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import Embedder, VectorsOnly
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.persistence import open_client, read_stamp
 
 __all__ = ["PRECOMPUTED", "DeferredMemory", "VectorsOnly"]
 

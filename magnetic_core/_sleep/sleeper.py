@@ -2,7 +2,7 @@
 
 The pass holds the memory lock's *intent* mode throughout (other writers wait; readers go
 on, seeing the state before the pass), plans on copies of the group sums, writes its moves
-to the journal (:mod:`magnetic_core.journal`), then takes the write lock only to swap the
+to the journal (:mod:`magnetic_core._store.journal`), then takes the write lock only to swap the
 new group blocks in (built beforehand), and persists the moved cells and the group cache.
 """
 
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from magnetic_core._index.index import Group, HierIndex
+from magnetic_core._sleep.journal import SleepJournal
+from magnetic_core._sleep.plan import PassPlan, SleepConfig, plan_pass
 from magnetic_core.errors import InvalidInputError, MagneticError, PersistenceError
-from magnetic_core.index import Group, HierIndex
-from magnetic_core.sleep import PassPlan, SleepConfig, plan_pass
-from magnetic_core.sleep_journal import SleepJournal
 from magnetic_core.types import SleepReport, Stats
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core.clustering import calibrate_threshold
+from magnetic_core._index.clustering import calibrate_threshold
+from magnetic_core._index.index import HierIndex
 from magnetic_core.config import MemoryConfig
-from magnetic_core.index import HierIndex
 
 __all__ = ["Calibration"]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core.catalog import Catalog
+from magnetic_core._index.index import HierIndex
+from magnetic_core._store.catalog import Catalog
+from magnetic_core._store.persistence import ChromaStore, encode_row
 from magnetic_core.errors import PersistenceError
-from magnetic_core.index import HierIndex
-from magnetic_core.persistence import ChromaStore, encode_row
 
 __all__ = ["WriteBack"]
 

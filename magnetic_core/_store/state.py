@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from magnetic_core.calibration import Calibration
-from magnetic_core.catalog import Catalog, CellRecord
+from magnetic_core._index.calibration import Calibration
+from magnetic_core._index.index import HierIndex
+from magnetic_core._store.catalog import Catalog, CellRecord
+from magnetic_core._store.persistence import ChromaStore
+from magnetic_core._store.writeback import WriteBack
 from magnetic_core.config import MemoryConfig
-from magnetic_core.index import HierIndex
-from magnetic_core.persistence import ChromaStore
-from magnetic_core.writeback import WriteBack
 
 __all__ = ["MemoryState", "load_state"]
 

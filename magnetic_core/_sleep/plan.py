@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnetic_core.clustering import two_means
+from magnetic_core._index.clustering import two_means
 from magnetic_core.errors import InvalidInputError
 
 __all__ = ["PassPlan", "SleepConfig", "plan_pass"]

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from magnetic_core.persistence import JOURNAL_KEY, TXN_KEY, ChromaStore
+from magnetic_core._store.persistence import JOURNAL_KEY, TXN_KEY, ChromaStore
 
 __all__ = ["Journal", "WriterClock"]
 

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from magnetic_core.entities import terms
-from magnetic_core.ranking import top_indices
+from magnetic_core._search.topk import top_indices
+from magnetic_core._text.entities import terms
 
 __all__ = ["LexicalIndex"]
 

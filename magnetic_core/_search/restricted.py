@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from magnetic_core.index import HierIndex
-from magnetic_core.search import Candidate
+from magnetic_core._index.index import HierIndex
+from magnetic_core._search.search import Candidate
 
 __all__ = ["search_restricted"]
 

@@ -6,13 +6,13 @@
    ``n_probe`` are scored exactly.
 2. Cell stage: the probed groups' cells. Small probes are scored exactly, one product per
    group block. In large stores, unfiltered probes go through the search snapshot (see
-   :mod:`magnetic_core.snapshot`): the probed groups' tight sub-lists are ranked by their
+   :mod:`magnetic_core._search.snapshot`): the probed groups' tight sub-lists are ranked by their
    means, the cells of the best ones (``min_cells`` in all) are scored by residual sketch in
    one product, and the best ``rerank`` are scored exactly; when the budget is a quarter of
    the store or more, every group is probed and every sketch scored in one contiguous pass
    (cheaper than gathering the budget's rows). While the snapshot is being
    renewed after a write, the probed groups are scored by plain sketch instead
-   (see :mod:`magnetic_core.sketch`).
+   (see :mod:`magnetic_core._search.sketch`).
 3. Entity stage: groups holding a rare query entity are probed too; cells holding a query
    entity get a boost.
 4. Lexical stage: the best BM25 cells for the query's words join the candidates, and every
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnetic_core.catalog import Catalog
+from magnetic_core._index.index import Group, HierIndex
+from magnetic_core._search.sketch import Sketcher
+from magnetic_core._search.snapshot import Snapshot, SnapshotCache, ranges
+from magnetic_core._search.topk import top_indices
+from magnetic_core._store.catalog import Catalog
 from magnetic_core.filters import Predicate
-from magnetic_core.index import Group, HierIndex
-from magnetic_core.ranking import top_indices
-from magnetic_core.sketch import Sketcher
-from magnetic_core.snapshot import Snapshot, SnapshotCache, ranges
 
 __all__ = ["Candidate", "SearchPlan", "run_search"]
 
@@ -245,7 +245,7 @@ def _centroid_sketcher(index: HierIndex, sketcher: Sketcher | None) -> Sketcher 
 
 
 def _snapshot(index: HierIndex, plan: SearchPlan) -> tuple[Snapshot, frozenset[str]] | None:
-    """The index's sub-list snapshot and its dirty groups (see :mod:`magnetic_core.snapshot`).
+    """The index's sub-list snapshot and its dirty groups (see :mod:`.snapshot`).
 
     None for small stores (exact scoring is cheap there) and while the first snapshot is
     not yet due. Its sketches are used only when ``usable`` (enough residual energy); its

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from magnetic_core.sketch import principal_basis
+from magnetic_core._search.sketch import principal_basis
 
 if TYPE_CHECKING:
-    from magnetic_core.index import Group, HierIndex
+    from magnetic_core._index.index import Group, HierIndex
 
 __all__ = ["Snapshot", "SnapshotCache", "ranges"]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from magnetic_core.catalog import Catalog
-from magnetic_core.clustering import plan_merge_pairs
-from magnetic_core.index import Group, HierIndex
-from magnetic_core.search import Candidate
-from magnetic_core.supersession import superseded_by
+from magnetic_core._index.clustering import plan_merge_pairs
+from magnetic_core._index.index import Group, HierIndex
+from magnetic_core._search.search import Candidate
+from magnetic_core._sleep.supersession import superseded_by
+from magnetic_core._store.catalog import Catalog
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
 
 __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]

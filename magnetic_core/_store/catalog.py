@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from magnetic_core.lexical import LexicalIndex
+from magnetic_core._text.lexical import LexicalIndex
 
 __all__ = ["CellRecord", "Catalog"]
 

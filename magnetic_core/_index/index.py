@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core.clustering import normalize, two_means
+from magnetic_core._index.clustering import normalize, two_means
 
 __all__ = ["Group", "HierIndex"]
 
@@ -184,7 +184,7 @@ class HierIndex:
         self._next_seq = 0
         self.moved: set[str] = set()
         self.centroid_epoch = 0
-        # Search-side caches (a magnetic_core.sketch.Sketcher), owned by the search module.
+        # Search-side caches (a magnetic_core._search.sketch.Sketcher), owned by the search module.
         self.sketcher: Any = None
         self.sizes_cache: tuple[int, np.ndarray] | None = None
 

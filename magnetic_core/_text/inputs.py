@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core.codec import validate_metadata
+from magnetic_core._store.codec import validate_metadata
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import validate_vectors
 from magnetic_core.errors import DuplicateIdError, EmptyTextError, InvalidInputError

@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core.codec import decode_record, metadata_to_json
+from magnetic_core._store.codec import decode_record, metadata_to_json
+from magnetic_core._store.rebuild import finish_interrupted, rebuild
 from magnetic_core.errors import (
     CorruptRecordError,
     EmbedderMismatchError,
     InvalidInputError,
     PersistenceError,
 )
-from magnetic_core.rebuild import finish_interrupted, rebuild
 
 __all__ = ["ChromaStore", "StoredCell", "open_client", "read_settings", "read_stamp"]
 
@@ -46,14 +46,14 @@ ROW_KEY = "_mag"
 # on such a sparse, many-layered graph, and sustained mixed writes died with SIGSEGV inside
 # Chroma's upsert. Chroma's default graph (16 links, ef_construction 100) is what Chroma
 # itself is tested with; only the space is set. Settings apply to collections created from
-# now on: a store created with 2 links is rebuilt once when opened (magnetic_core.rebuild).
+# now on: a store created with 2 links is rebuilt once when opened (magnetic_core._store.rebuild).
 _COLLECTION_CONFIG = {"hnsw": {"space": "cosine"}}
 _FRAGILE_LINKS = 4
 # Reserved metadata keys beside ROW_KEY: a writer's change counter row (not a cell) and the
 # transaction that wrote a row (only on writes spanning several batches).
 WRITER_KEY = "_mag_w"
 TXN_KEY = "_mag_t"
-# Marks a journal row in the groups collection (see magnetic_core.journal).
+# Marks a journal row in the groups collection (see magnetic_core._store.journal).
 JOURNAL_KEY = "_mag_j"
 _HINT = (
     "check the Chroma path or server; the memory reloads what is stored once Chroma answers"
