@@ -161,10 +161,17 @@ class HierIndex:
     Args:
         dim: vector dimension.
         max_group_size: a group that grows past this is split by 2-means.
+        rebalance_from: see the comment in the constructor (0: never).
+        writer: a token unique to this writer, appended to the group ids it creates
+            (``g<n>-<writer>``), so processes writing one namespace never mint the same id;
+            empty gives plain ``g<n>`` ids (one writer, as in tests and benchmarks).
     """
 
-    def __init__(self, dim: int, max_group_size: int, rebalance_from: int = 0) -> None:
+    def __init__(
+        self, dim: int, max_group_size: int, rebalance_from: int = 0, writer: str = ""
+    ) -> None:
         self.dim = dim
+        self.writer = writer
         self.max_group_size = max_group_size
         # Online assignment files a cell under the best centroid *of its time*; centroids
         # drift and new groups appear, so older cells end up misfiled and routing degrades.
@@ -211,14 +218,20 @@ class HierIndex:
         return out
 
     def new_gid(self) -> str:
-        gid = f"g{self._next_gid}"
+        """A group id not used before: ``g<n>``, with ``-<writer>`` when a writer is set."""
+        gid = f"g{self._next_gid}-{self.writer}" if self.writer else f"g{self._next_gid}"
         self._next_gid += 1
         return gid
 
     def note_gid(self, gid: str) -> None:
-        """Keep generated ids above an existing ``g<number>`` id (used when reopening)."""
-        if gid.startswith("g") and gid[1:].isdigit():
-            self._next_gid = max(self._next_gid, int(gid[1:]) + 1)
+        """Keep generated numbers above an existing id's (``g<n>`` or ``g<n>-<writer>``).
+
+        Used when reopening, so ids stay readable and growing; uniqueness across writers
+        comes from the writer token.
+        """
+        number = gid[1:].partition("-")[0]
+        if gid.startswith("g") and number.isdigit():
+            self._next_gid = max(self._next_gid, int(number) + 1)
 
     def _add_group(self, gid: str | None = None) -> Group:
         group = Group(gid or self.new_gid(), self.dim)

@@ -7,6 +7,7 @@ the store fails midway, the state in use is untouched.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -41,7 +42,9 @@ def load_state(
     Raises:
         PersistenceError: Chroma could not be read; nothing was changed.
     """
-    index = HierIndex(dim, config.max_group_size)
+    # A fresh writer token per load: group ids this process creates cannot collide with
+    # those of another process writing the same namespace (issue 10).
+    index = HierIndex(dim, config.max_group_size, writer=secrets.token_hex(4))
     catalog = Catalog()
     for row in store.load():
         gid = replay.get(row.id, row.group_id) if replay else row.group_id

@@ -26,6 +26,9 @@ TOPICS = [
 ]
 
 
+GROUP_ROW = re.compile(r"g\d+(-[0-9a-f]+)?\s")  # a group id: g<n>, or g<n>-<writer>
+
+
 @pytest.fixture
 def many_groups(cli: InProcess) -> InProcess:
     """A store of 25 unrelated memories, each its own group (join threshold 0.99)."""
@@ -36,11 +39,11 @@ def many_groups(cli: InProcess) -> InProcess:
 def test_groups_are_paged_and_every_group_can_be_listed(many_groups: InProcess):
     first = many_groups.ok(*STORE, "groups").out
     assert first.startswith("25 concept groups over 25 cells")
-    rows = [line for line in first.splitlines() if re.match(r"g\d+\s", line)]
+    rows = [line for line in first.splitlines() if GROUP_ROW.match(line)]
     assert len(rows) == 20
     assert "showing groups 1-20 of 25; --page 2 for more" in first
     second = many_groups.ok(*STORE, "groups", "--page", "2").out
-    assert len([line for line in second.splitlines() if re.match(r"g\d+\s", line)]) == 5
+    assert len([line for line in second.splitlines() if GROUP_ROW.match(line)]) == 5
     everything = many_groups.ok(*STORE, "groups", "--all", "--json").json()
     assert len(everything) == 25 and all(g["size"] == 1 for g in everything)
     assert "1 cell," in many_groups.ok(*STORE, "groups", "--tree", "--limit", "1").out
