@@ -291,8 +291,12 @@ def compare(n: int, n_queries: int) -> dict[str, Any]:
 
     probes = (1, 2, 4, 8, 16, 32, 64)
     budgets = (2000, 4000, 8000)
-    out: dict[str, Any] = {"n": n, "queries": n_queries}
-    sets = {"real": _real(n, n_queries), "synthetic": (structured_vectors(n), queries(n_queries))}
+    real = _real(n, n_queries)
+    if len(real[0]) < n:
+        logger.warning("only %d real vectors beside the queries: comparing at that N", len(real[0]))
+        n = len(real[0])
+    out: dict[str, Any] = {"n": n, "queries": n_queries, "source_vectors": len(_source())}
+    sets = {"real": real, "synthetic": (structured_vectors(n), queries(n_queries))}
     for name, (base, q) in sets.items():
         truth = exact_knn(base, q, 10)[1]
         t0 = time.perf_counter()

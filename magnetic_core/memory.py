@@ -31,7 +31,7 @@ from magnetic_core._store.catalog import CellRecord
 from magnetic_core._store.concurrency import RWLock
 from magnetic_core._store.journal import Journal, WriterClock
 from magnetic_core._store.persistence import ChromaStore, open_client
-from magnetic_core._store.state import load_state
+from magnetic_core._store.state import load_state, save_snapshot
 from magnetic_core._text.entities import extract_entities
 from magnetic_core._text.inputs import (
     check_id_list,
@@ -146,6 +146,7 @@ class MagneticMemory:
         replay = recover(self)  # the moves of a sleep pass a crash interrupted
         seen = self._clock.read()  # before the load: a write landing during it is seen later
         state = load_state(self._store, self.embedder.dim, self.config, replay=replay)
+        self._state = state
         self._index, self._catalog = state.index, state.catalog
         self._calibration, self._writeback = state.calibration, state.writeback
         self._superseded = {
@@ -235,6 +236,8 @@ class MagneticMemory:
                     writeback.groups()
                 if getattr(self, "_clock", None) is not None and self._clock.value:
                     self._store.delete_cells([self._clock.row_id])
+                if writeback is not None and self._stale is None:
+                    save_snapshot(self._state, self._clock)  # a fast next open
             except PersistenceError as e:
                 logger.warning("the group cache was not updated (repaired on next open): %s", e)
         if self._owns_client and hasattr(self._client, "close"):

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +152,9 @@ class ChromaStore:
         self.groups: Any = None
         self.log: Any = None
         self.batch = 1
+        # Called before every change to the cells (magnetic_core._store.index_file drops
+        # its snapshot there, so a snapshot never outlives a write it does not hold).
+        self.before_write: Callable[[], None] | None = None
 
     def open(self) -> ChromaStore:
         """Create the namespace's collections if missing and connect to them; returns self."""
@@ -275,6 +278,7 @@ class ChromaStore:
             txn: tag every row with this transaction (a write spanning several batches,
                 rolled back on open unless its journal entry was finished).
         """
+        self._touch()
         metas = [dict(m) for m in metadatas]
         if txn is not None:
             for m in metas:
@@ -321,6 +325,7 @@ class ChromaStore:
 
         Much cheaper than :meth:`write_cells`: Chroma does not touch its vector index.
         """
+        self._touch()
         for start in range(0, len(ids), self.batch):
             end = start + self.batch
             self._call(
@@ -332,6 +337,7 @@ class ChromaStore:
 
     def delete_cells(self, ids: Sequence[str]) -> None:
         """Delete cell rows by id (missing ids are ignored), batch by batch."""
+        self._touch()
         for start in range(0, len(ids), self.batch):
             self._call(
                 "delete cells", self.cells.delete, ids=list(ids[start : start + self.batch])
@@ -402,6 +408,7 @@ class ChromaStore:
 
     def clear(self) -> None:
         """Delete every row of the namespace's collections, keeping the stamp."""
+        self._touch()
         meta = self.settings()
         for name in self._names():
             self._call("clear", self.client.delete_collection, name)
@@ -409,6 +416,10 @@ class ChromaStore:
         keep = {k: v for k, v in meta.items() if k in _STAMP_KEYS}
         if keep:
             self.save_settings(**keep)
+
+    def _touch(self) -> None:
+        if self.before_write is not None:
+            self.before_write()
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -7,6 +7,7 @@ the store fails midway, the state in use is untouched.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,11 +15,15 @@ from dataclasses import dataclass
 from magnetic_core._index.calibration import Calibration
 from magnetic_core._index.index import HierIndex
 from magnetic_core._store.catalog import Catalog, CellRecord
+from magnetic_core._store.index_file import Snapshot
+from magnetic_core._store.journal import WriterClock
 from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._store.writeback import WriteBack
 from magnetic_core.config import MemoryConfig
 
-__all__ = ["MemoryState", "load_state"]
+__all__ = ["MemoryState", "load_state", "save_snapshot"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -29,13 +34,16 @@ class MemoryState:
     catalog: Catalog
     calibration: Calibration
     writeback: WriteBack
+    snapshot: Snapshot
 
 
 def load_state(
     store: ChromaStore, dim: int, config: MemoryConfig, replay: Mapping[str, str] | None = None
 ) -> MemoryState:
-    """Read every stored cell into a new state (writes nothing).
+    """Read every stored cell into a new state (writes nothing to Chroma).
 
+    An embedded store's index snapshot (:mod:`magnetic_core._store.index_file`) is used
+    when it matches the cells collection; otherwise every cell is read from Chroma.
     ``replay`` maps cell ids to the group an interrupted sleep pass was moving them to;
     those cells are placed there and marked moved, so the next write-back persists them.
 
@@ -44,7 +52,52 @@ def load_state(
     """
     # A fresh writer token per load: group ids this process creates cannot collide with
     # those of another process writing the same namespace (issue 10).
-    index = HierIndex(dim, config.max_group_size, writer=secrets.token_hex(4))
+    writer = secrets.token_hex(4)
+    snapshot = _snapshot(store, dim)
+    snapshot.loaded()  # before reading: a write landing during the read moves the epoch
+    loaded = None if replay else snapshot.load(config.max_group_size, writer)
+    if loaded is not None:
+        index, catalog = loaded
+    else:
+        index, catalog = _read_cells(store, dim, config, writer, replay)
+    calibration = Calibration(config, store.settings())
+    writeback = WriteBack(store, index, catalog, store.group_cache())
+    return MemoryState(index, catalog, calibration, writeback, snapshot)
+
+
+def save_snapshot(state: MemoryState, clock: WriterClock) -> None:
+    """Write the state's snapshot at close, when it may describe the cells collection.
+
+    Nothing is written when the file is current (no write since it was read) or another
+    writer changed the cells since this memory last looked (its state would miss that).
+    """
+    snapshot = state.snapshot
+    if snapshot.path is None or snapshot.current:
+        return
+    if clock.read() != clock.seen or not snapshot.may_save():
+        logger.info("no index snapshot at close: another writer changed the store")
+        return
+    try:
+        snapshot.save(state.index, state.catalog, state.writeback._row)
+    except (OSError, ValueError) as e:
+        logger.warning("the index snapshot was not written (the next open reads Chroma): %s", e)
+
+
+def _snapshot(store: ChromaStore, dim: int) -> Snapshot:
+    found = store.before_write
+    if isinstance(getattr(found, "__self__", None), Snapshot):
+        return found.__self__  # type: ignore[union-attr]
+    return Snapshot(store, str(store.settings().get("mag_embedder", "")), dim)
+
+
+def _read_cells(
+    store: ChromaStore,
+    dim: int,
+    config: MemoryConfig,
+    writer: str,
+    replay: Mapping[str, str] | None,
+) -> tuple[HierIndex, Catalog]:
+    index = HierIndex(dim, config.max_group_size, writer=writer)
     catalog = Catalog()
     for row in store.load():
         gid = replay.get(row.id, row.group_id) if replay else row.group_id
@@ -63,6 +116,4 @@ def load_state(
     index.finish_placing()
     if replay:
         index.moved.update(c for c in replay if c in index.loc)
-    calibration = Calibration(config, store.settings())
-    writeback = WriteBack(store, index, catalog, store.group_cache())
-    return MemoryState(index, catalog, calibration, writeback)
+    return index, catalog

@@ -207,3 +207,66 @@ class LexicalIndex:
         hit = docs[at] == numbers
         out[hit] = vals[at[hit]]
         return out
+
+    # -- snapshot (magnetic_core._store.index_file) --------------------------------------
+    def export_arrays(self) -> dict[str, np.ndarray]:
+        """The live postings as flat arrays (removed documents left out, renumbered).
+
+        Returns ``cids`` and ``terms`` (str arrays of objects are avoided: each is one
+        UTF-8 blob with offsets, see the caller), plus ``lengths`` (per document),
+        ``term_starts`` (CSR offsets into ``docs``/``tfs``) and ``doc_terms`` with
+        ``doc_term_starts`` (each document's distinct terms as indices into ``terms``, in
+        the order :meth:`add` returned them).
+        """
+        live = sorted(self._docno.values())
+        renumber = np.full(len(self._cids), -1, np.int64)
+        renumber[live] = np.arange(len(live))
+        vocab = list(self._postings)
+        position = {t: i for i, t in enumerate(vocab)}
+        sizes = np.fromiter((len(p[0]) for p in self._postings.values()), np.int64, len(vocab))
+        docs = np.empty(int(sizes.sum()), np.int64)
+        tfs = np.empty(docs.shape[0], np.float32)
+        at = 0
+        for d, f in self._postings.values():
+            docs[at : at + len(d)] = np.frombuffer(d, dtype=np.int64) if d.itemsize == 8 else d
+            tfs[at : at + len(f)] = np.frombuffer(f, dtype=np.float32)
+            at += len(d)
+        doc_terms = [position[t] for doc in live for t in self._doc_terms[doc]]
+        counts = [len(self._doc_terms[doc]) for doc in live]
+        return {
+            "cids": np.array([self._cids[d] for d in live], dtype=object),
+            "terms": np.array(vocab, dtype=object),
+            "lengths": np.frombuffer(self._length, dtype=np.float32)[live].copy(),
+            "term_starts": np.concatenate([[0], np.cumsum(sizes)]),
+            "docs": renumber[docs],
+            "tfs": tfs,
+            "doc_terms": np.asarray(doc_terms, np.int64),
+            "doc_term_starts": np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]),
+        }
+
+    @classmethod
+    def from_arrays(
+        cls, arrays: dict[str, np.ndarray], cids: list[str], terms: list[str]
+    ) -> tuple[LexicalIndex, list[tuple[str, ...]]]:
+        """Rebuild an index from :meth:`export_arrays`; also returns each cell's terms."""
+        lex = cls()
+        lex._cids = list(cids)
+        lex._docno = {c: i for i, c in enumerate(cids)}
+        lex._length = array("f", np.asarray(arrays["lengths"], np.float32).tobytes())
+        lex._total_length = float(np.asarray(arrays["lengths"], np.float64).sum())
+        starts = np.asarray(arrays["term_starts"], np.int64).tolist()
+        docs = np.ascontiguousarray(arrays["docs"], np.int64)
+        tfs = np.ascontiguousarray(arrays["tfs"], np.float32)
+        code = "l" if array("l").itemsize == 8 else "q"
+        postings = lex._postings
+        for i, term in enumerate(terms):
+            lo, hi = starts[i], starts[i + 1]
+            d, f = array(code), array("f")
+            d.frombytes(docs[lo:hi].tobytes())
+            f.frombytes(tfs[lo:hi].tobytes())
+            postings[term] = (d, f)
+        flat = [terms[t] for t in np.asarray(arrays["doc_terms"], np.int64).tolist()]
+        bounds = np.asarray(arrays["doc_term_starts"], np.int64).tolist()
+        per_doc = [tuple(flat[bounds[i] : bounds[i + 1]]) for i in range(len(cids))]
+        lex._doc_terms = dict(enumerate(per_doc))
+        return lex, per_doc

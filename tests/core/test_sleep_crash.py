@@ -67,6 +67,13 @@ def base(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, str]]:
     return root, before, after
 
 
+def _partition(assigned: dict[str, str]) -> set[frozenset[str]]:
+    groups: dict[str, set[str]] = {}
+    for cid, gid in assigned.items():
+        groups.setdefault(gid, set()).add(cid)
+    return {frozenset(members) for members in groups.values()}
+
+
 @pytest.mark.parametrize("trial", range(4))
 def test_sigkill_during_a_pass_leaves_before_or_after(base, trial: int, tmp_path: Path):
     root, before, after = base
@@ -93,7 +100,9 @@ def test_sigkill_during_a_pass_leaves_before_or_after(base, trial: int, tmp_path
         proc.stdout.close()
     with open_memory(store) as mem:
         got = assignment(mem)
-        assert got in (before, after)
+        # the groups a pass creates are named by the writer that creates them (issue 10),
+        # so the partition of the cells is compared, not the names of new groups
+        assert _partition(got) in (_partition(before), _partition(after))
         assert mem.count() == len(before)
         groups = mem.groups()
         assert sum(g.size for g in groups) == len(before)

@@ -1,0 +1,150 @@
+"""The index snapshot beside an embedded store: a fast open that never shows stale cells."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+
+import chromadb
+import pytest
+
+from magnetic_core import HashingEmbedder, MagneticMemory
+from magnetic_core._store import persistence
+from magnetic_core._store.index_file import DIRECTORY, snapshot_path
+from magnetic_core._store.persistence import ChromaStore
+
+WORDS = ["cats", "dogs", "stocks", "bonds", "rain", "snow", "Paris", "Berlin"]
+TEXTS = [f"note {i} about {w} and more {w}, seen by Ann" for i, w in enumerate(WORDS * 40)]
+
+
+def _open(path) -> MagneticMemory:
+    return MagneticMemory(path=path, embedder=HashingEmbedder(64))
+
+
+def _view(mem: MagneticMemory) -> tuple:
+    cells = sorted((c.id, c.text, repr(c.metadata), c.group_id) for c in mem.get())
+    groups = sorted((g.id, g.size) for g in mem.groups())
+    hits = [(h.id, round(h.score, 5), h.group_id) for h in mem.search("cats in Paris", k=8)]
+    return cells, groups, hits, mem.join_threshold
+
+
+@pytest.fixture
+def store(tmp_path):
+    with _open(tmp_path) as mem:
+        mem.add(
+            TEXTS,
+            metadatas=[{"i": i} for i in range(len(TEXTS))],
+            ids=[f"c{i}" for i in range(len(TEXTS))],
+        )
+        view = _view(mem)
+    return tmp_path, view
+
+
+def _no_cell_reads(monkeypatch) -> None:
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("the cells were read from Chroma")
+
+    monkeypatch.setattr(persistence.ChromaStore, "load", refuse)
+
+
+def test_reopening_uses_the_snapshot_and_sees_the_same_memory(store, monkeypatch):
+    path, view = store
+    assert (path / DIRECTORY / "default.npz").is_file()
+    _no_cell_reads(monkeypatch)
+    with _open(path) as mem:
+        assert _view(mem) == view  # cells, groups, text+vector search, threshold
+        mem.add(["fresh note about cats in Paris"], ids=["new"])
+        assert not (path / DIRECTORY / "default.npz").exists()  # a write drops it first
+    with _open(path) as mem:
+        assert mem.get(["new"])[0].text == "fresh note about cats in Paris"
+        assert mem.count() == len(TEXTS) + 1
+
+
+def test_a_write_by_another_memory_that_closed_first_is_not_lost(store):
+    path, _ = store
+    a = _open(path)
+    try:
+        with _open(path) as b:  # b upserts (the row count does not move) and closes first
+            b.add(["rewritten by b"], ids=["c3"])
+    finally:
+        a.close()  # a's state predates b's write: it must not become the snapshot
+    with _open(path) as mem:
+        assert mem.get(["c3"])[0].text == "rewritten by b"
+
+
+CRASH = textwrap.dedent(
+    """
+    import os, sys
+    from magnetic_core import HashingEmbedder, MagneticMemory
+    mem = MagneticMemory(path=sys.argv[1], embedder=HashingEmbedder(64))
+    mem.add(["written just before a crash"], ids=["c5"])
+    os._exit(0)  # no close: no new snapshot
+    """
+)
+
+
+def test_a_crash_between_a_write_and_the_snapshot(store):
+    path, _ = store
+    subprocess.run([sys.executable, "-c", CRASH, str(path)], check=True, timeout=120)
+    with _open(path) as mem:
+        assert mem.get(["c5"])[0].text == "written just before a crash"
+        assert mem.count() == len(TEXTS)
+
+
+def test_a_corrupt_snapshot_is_ignored_with_a_log_line(store, caplog):
+    path, view = store
+    (path / DIRECTORY / "default.npz").write_bytes(b"PK\x03\x04 not a real archive")
+    with (
+        caplog.at_level(logging.WARNING, logger="magnetic_core._store.index_file"),
+        _open(path) as mem,
+    ):
+        assert _view(mem) == view
+    assert any("unreadable" in r.getMessage() for r in caplog.records)
+    with _open(path) as mem:  # the close wrote a good one again
+        assert _view(mem) == view
+    assert not any(path.glob(f"{DIRECTORY}/*.tmp.npz"))
+
+
+def test_a_store_without_a_snapshot_opens_as_before(store, monkeypatch):
+    path, view = store
+    for f in (path / DIRECTORY).iterdir():
+        f.unlink()
+    with _open(path) as mem:  # an older store: read from the cells
+        assert _view(mem) == view
+    _no_cell_reads(monkeypatch)
+    with _open(path) as mem:  # and from then on fast
+        assert _view(mem) == view
+
+
+def test_stores_without_a_local_path_have_no_snapshot(chroma_server):
+    for client in (chromadb.EphemeralClient(), chroma_server.client()):
+        assert snapshot_path(ChromaStore(client, "default")) is None
+
+
+def test_bm25_postings_round_trip_through_the_snapshot_arrays():
+    from magnetic_core._store.index_file import _blob, _strings
+    from magnetic_core._text.lexical import LexicalIndex
+
+    lex = LexicalIndex()
+    for i, text in enumerate(TEXTS[:60]):
+        lex.add(f"c{i}", text + (" extra words" if i % 3 else ""))
+    for i in range(0, 60, 7):
+        lex.remove(f"c{i}")  # removed documents leave holes that the export closes
+    lex.add("c14", "re-added with new words about Berlin")
+    arrays = lex.export_arrays()
+    cids = _strings(_blob("x", arrays.pop("cids").tolist()), "x")
+    terms = _strings(_blob("x", arrays.pop("terms").tolist()), "x")
+    again, per_doc = LexicalIndex.from_arrays(arrays, cids, terms)
+    assert len(again) == len(lex)
+    for query in ("cats Paris", "Berlin words", "note 13 about snow", "missing"):
+        q = lex.query_terms(query)
+        assert lex.top(q, 10)[0] == again.top(q, 10)[0]
+        assert [round(float(s), 5) for s in lex.top(q, 10)[1]] == [
+            round(float(s), 5) for s in again.top(q, 10)[1]
+        ]
+    assert dict(zip(cids, per_doc)) == {c: lex._doc_terms[lex._docno[c]] for c in cids}
+    again.remove("c14")  # the rebuilt index keeps working incrementally
+    again.add("c99", "cats again")
+    assert "c99" in again.top(again.query_terms("cats again"), 3)[0]
