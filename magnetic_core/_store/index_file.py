@@ -4,7 +4,7 @@ Rebuilding the state from the cells collection means reading every row back from
 (vectors, texts, records) and re-indexing every text for BM25: about 10 s at 100K cells.
 An embedded store (``PersistentClient``) therefore keeps, per namespace, one file
 ``<path>/magnetic-index/<namespace>.npz`` with the group blocks (ids, sequence numbers,
-vectors), the cell records as stored and the BM25 postings, so opening is a file read.
+vectors), the cell records (as columns) and the BM25 postings, so opening is a file read.
 
 The cells collection stays the single source of truth; the file is only trusted when it
 provably describes it:
@@ -29,7 +29,7 @@ import logging
 import os
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,8 @@ import numpy as np
 
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._store.catalog import Catalog, CellRecord
-from magnetic_core._store.codec import decode_record
-from magnetic_core._store.persistence import ROW_KEY, ChromaStore
+from magnetic_core._store.codec import decode_metadata, encode_metadata
+from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.errors import PersistenceError
 
@@ -46,7 +46,8 @@ __all__ = ["Snapshot", "snapshot_path"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
+_EXTRA = "extra_"
 _LEX_ARRAYS = ("lengths", "term_starts", "docs", "tfs", "doc_terms", "doc_term_starts")
 DIRECTORY = "magnetic-index"
 EPOCH_KEY = "mag_epoch"  # on the cells collection's metadata
@@ -123,8 +124,13 @@ class Snapshot:
         self._dirty = True
 
     # -- reading ---------------------------------------------------------------------
-    def load(self, max_group_size: int, writer: str) -> tuple[HierIndex, Catalog] | None:
-        """The state the file holds, if it matches the cells collection; else None."""
+    def load(
+        self, max_group_size: int, writer: str
+    ) -> tuple[HierIndex, Catalog, dict[str, np.ndarray]] | None:
+        """The state the file holds, if it matches the cells collection; else None.
+
+        Returns the index, the catalog and the ``extra`` arrays given to :meth:`save`.
+        """
         if self.path is None or not self.path.exists():
             return None
         try:
@@ -136,7 +142,8 @@ class Snapshot:
                 logger.info("index snapshot %s not used: %s", self.path, reason)
                 self._drop()
                 return None
-            return _index(arrays, max_group_size, writer), _catalog(arrays)
+            extra = {k[len(_EXTRA) :]: v for k, v in arrays.items() if k.startswith(_EXTRA)}
+            return _index(arrays, max_group_size, writer), _catalog(arrays), extra
         except Exception as e:  # noqa: BLE001 - any unreadable file is only a cache miss
             logger.warning(
                 "index snapshot %s is unreadable (%s: %s); rebuilding from the cells",
@@ -187,12 +194,13 @@ class Snapshot:
         )
 
     def save(
-        self, index: HierIndex, catalog: Catalog, row_of: Callable[[str], Mapping[str, Any]]
+        self, index: HierIndex, catalog: Catalog, extra: Mapping[str, np.ndarray] | None = None
     ) -> None:
         """Write the state atomically (a temporary file renamed over the old one).
 
         Args:
-            row_of: a cell's encoded Chroma metadata (its record under ``ROW_KEY``).
+            extra: more arrays to keep with it (e.g. the search scorer's built state,
+                ``Scorer.export_arrays()``); :meth:`load` returns them as given.
         """
         if self.path is None:
             return
@@ -222,11 +230,11 @@ class Snapshot:
             "seqs": np.array([index.seq[c] for c in ids], np.int64),
             **_blob("gids", [g.gid for g in groups]),
             **_blob("ids", ids),
-            **_blob("texts", [catalog.records[c].text for c in ids]),
-            **_blob("rows", [str(row_of(c)[ROW_KEY]) for c in ids]),
+            **_records(catalog, ids),
             **_blob("lex_cids", lex_cids),
             **_blob("lex_terms", lex_terms),
             **{f"lex_{k}": v for k, v in lex.items()},
+            **{f"{_EXTRA}{k}": np.asarray(v) for k, v in (extra or {}).items()},
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.stem}.{os.getpid()}.tmp.npz")
@@ -288,8 +296,29 @@ def _fill(group: Group, ids: list[str], vectors: np.ndarray) -> None:
     group.version = len(ids)
 
 
+def _records(catalog: Catalog, ids: list[str]) -> dict[str, np.ndarray]:
+    """The cell records as columns; metadata and links (mostly absent) as JSON strings."""
+    records = [catalog.records[c] for c in ids]
+    entities = [e for r in records for e in r.entities]
+    return {
+        **_blob("texts", [r.text for r in records]),
+        "created": np.array([r.created_at for r in records], np.float64),
+        "updated": np.array([r.updated_at for r in records], np.float64),
+        "entity_counts": np.array([len(r.entities) for r in records], np.int64),
+        **_blob("entities", entities),
+        **_blob("metas", [encode_metadata(r.metadata) if r.metadata else "" for r in records]),
+        **_blob(
+            "links", [json.dumps(r.contradictions) if r.contradictions else "" for r in records]
+        ),
+    }
+
+
 def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
-    ids, texts, rows = (_strings(arrays, k) for k in ("ids", "texts", "rows"))
+    ids, texts = _strings(arrays, "ids"), _strings(arrays, "texts")
+    metas, links = _strings(arrays, "metas"), _strings(arrays, "links")
+    entities = _strings(arrays, "entities")
+    ends = np.cumsum(arrays["entity_counts"]).tolist()
+    created, updated = arrays["created"].tolist(), arrays["updated"].tolist()
     lex_arrays = {k: arrays[f"lex_{k}"] for k in _LEX_ARRAYS}
     lex_cids, lex_terms = _strings(arrays, "lex_cids"), _strings(arrays, "lex_terms")
     lexical, per_doc = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms)
@@ -297,18 +326,21 @@ def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
     catalog = Catalog()
     catalog.lexical = lexical
     entity_cells: defaultdict[str, set[str]] = catalog.entity_cells  # type: ignore[assignment]
-    for cid, text, raw in zip(ids, texts, rows, strict=True):
-        record = decode_record(cid, raw)
-        catalog.records[cid] = CellRecord(
-            text=text,
-            metadata=record["m"],
-            entities=record["e"],
-            created_at=record["c"],
-            updated_at=record["u"],
-            contradictions=list(record["l"]),
+    records = catalog.records
+    start = 0
+    for i, cid in enumerate(ids):
+        ents = tuple(entities[start : ends[i]])
+        start = ends[i]
+        records[cid] = CellRecord(
+            text=texts[i],
+            metadata=decode_metadata(metas[i]) if metas[i] else {},
+            entities=ents,
+            created_at=created[i],
+            updated_at=updated[i],
+            contradictions=json.loads(links[i]) if links[i] else [],
             terms=terms_of.get(cid, ()),
         )
-        for entity in record["e"]:
+        for entity in ents:
             entity_cells[entity].add(cid)
     if len(lexical) != len(catalog.records):
         raise ValueError("the snapshot's BM25 postings and cells disagree")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from magnetic_core._index.calibration import Calibration
 from magnetic_core._index.index import HierIndex
@@ -35,6 +37,8 @@ class MemoryState:
     calibration: Calibration
     writeback: WriteBack
     snapshot: Snapshot
+    # What was saved beside the index (save_snapshot's ``extra``); empty when rebuilt.
+    extra: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 def load_state(
@@ -56,20 +60,25 @@ def load_state(
     snapshot = _snapshot(store, dim)
     snapshot.loaded()  # before reading: a write landing during the read moves the epoch
     loaded = None if replay else snapshot.load(config.max_group_size, writer)
+    extra: dict[str, np.ndarray] = {}
     if loaded is not None:
-        index, catalog = loaded
+        index, catalog, extra = loaded
     else:
         index, catalog = _read_cells(store, dim, config, writer, replay)
     calibration = Calibration(config, store.settings())
     writeback = WriteBack(store, index, catalog, store.group_cache())
-    return MemoryState(index, catalog, calibration, writeback, snapshot)
+    return MemoryState(index, catalog, calibration, writeback, snapshot, extra)
 
 
-def save_snapshot(state: MemoryState, clock: WriterClock) -> None:
+def save_snapshot(
+    state: MemoryState, clock: WriterClock, extra: Mapping[str, np.ndarray] | None = None
+) -> None:
     """Write the state's snapshot at close, when it may describe the cells collection.
 
     Nothing is written when the file is current (no write since it was read) or another
     writer changed the cells since this memory last looked (its state would miss that).
+    ``extra`` arrays (the search scorer's built state) are kept with it and come back as
+    ``MemoryState.extra`` on the next open from the snapshot.
     """
     snapshot = state.snapshot
     if snapshot.path is None or snapshot.current:
@@ -78,7 +87,7 @@ def save_snapshot(state: MemoryState, clock: WriterClock) -> None:
         logger.info("no index snapshot at close: another writer changed the store")
         return
     try:
-        snapshot.save(state.index, state.catalog, state.writeback._row)
+        snapshot.save(state.index, state.catalog, extra)
     except (OSError, ValueError) as e:
         logger.warning("the index snapshot was not written (the next open reads Chroma): %s", e)
 

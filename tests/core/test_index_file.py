@@ -148,3 +148,15 @@ def test_bm25_postings_round_trip_through_the_snapshot_arrays():
     again.remove("c14")  # the rebuilt index keeps working incrementally
     again.add("c99", "cats again")
     assert "c99" in again.top(again.query_terms("cats again"), 3)[0]
+
+
+def test_arrays_saved_beside_the_index_come_back(store):
+    import numpy as np
+
+    path, view = store
+    with _open(path) as mem:  # opened from the snapshot and not written: the file stays
+        state = mem._state
+        state.snapshot.save(state.index, state.catalog, {"basis": np.eye(3, dtype=np.float32)})
+    with _open(path) as mem:
+        assert np.array_equal(mem._state.extra["basis"], np.eye(3))
+        assert _view(mem) == view
