@@ -144,15 +144,16 @@ class MagneticMemory:
         """
         self._journal.recover()
         replay = recover(self)  # the moves of a sleep pass a crash interrupted
-        seen = self._clock.read()  # before the load: a write landing during it is seen later
-        state = load_state(self._store, self.embedder.dim, self.config, replay=replay)
+        state = load_state(
+            self._store, self.embedder.dim, self.config, replay=replay, clock=self._clock
+        )
         self._state = state
         self._index, self._catalog = state.index, state.catalog
         self._calibration, self._writeback = state.calibration, state.writeback
         self._superseded = {
             c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
         }
-        self._clock.seen = seen
+        self._clock.seen = state.seen
         self._stale = None
         if replay:
             finish_recovery(self)

@@ -15,9 +15,13 @@ provably describes it:
   snapshot), so a crash between a write and the next snapshot leaves no usable file;
 * a memory writes it at close only when the epoch is still its own (or the one it loaded):
   another process that wrote meanwhile, even one that closed since, changed it;
-* on open it must carry the collection's epoch and match its row count, every writer's
-  change counter (``journal.WriterClock``), the embedder and the BM25 tokenizer; otherwise,
-  or when it cannot be read, it is ignored (with a log line) and rebuilt from the cells.
+* on open it must carry the collection's epoch, the embedder and the BM25 tokenizer;
+  otherwise, or when it cannot be read, it is ignored (with a log line) and the state is
+  rebuilt from the cells. The epoch is read from the collection's metadata, not its rows:
+  any read of the rows makes Chroma load the collection's own vector index (about 200 MB
+  at 100K cells), which a memory that only searches never needs. The writers' change
+  counters (``journal.WriterClock``) as they were at the snapshot are kept in it, and are
+  what the memory compares with before its first write.
 
 Stores on a Chroma server (``HttpClient``) have no local path and never get a snapshot.
 """
@@ -30,6 +34,7 @@ import os
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +47,7 @@ from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.errors import PersistenceError
 
-__all__ = ["Snapshot", "snapshot_path"]
+__all__ = ["Loaded", "Snapshot", "snapshot_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +75,16 @@ def snapshot_path(store: ChromaStore) -> Path | None:
 
 def _tokenizer() -> list[str]:
     return list(LexicalIndex().add("probe", _PROBE))
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What a usable snapshot holds: the state, the extra arrays, the writers' counters."""
+
+    index: HierIndex
+    catalog: Catalog
+    extra: dict[str, np.ndarray]
+    counters: dict[str, int]
 
 
 class Snapshot:
@@ -124,13 +139,8 @@ class Snapshot:
         self._dirty = True
 
     # -- reading ---------------------------------------------------------------------
-    def load(
-        self, max_group_size: int, writer: str
-    ) -> tuple[HierIndex, Catalog, dict[str, np.ndarray]] | None:
-        """The state the file holds, if it matches the cells collection; else None.
-
-        Returns the index, the catalog and the ``extra`` arrays given to :meth:`save`.
-        """
+    def load(self, max_group_size: int, writer: str) -> Loaded | None:
+        """The state the file holds, if it matches the cells collection; else None."""
         if self.path is None or not self.path.exists():
             return None
         try:
@@ -143,7 +153,9 @@ class Snapshot:
                 self._drop()
                 return None
             extra = {k[len(_EXTRA) :]: v for k, v in arrays.items() if k.startswith(_EXTRA)}
-            return _index(arrays, max_group_size, writer), _catalog(arrays), extra
+            counters = {str(k): int(v) for k, v in meta["counters"].items()}
+            index = _index(arrays, max_group_size, writer)
+            return Loaded(index, _catalog(arrays), extra, counters)
         except Exception as e:  # noqa: BLE001 - any unreadable file is only a cache miss
             logger.warning(
                 "index snapshot %s is unreadable (%s: %s); rebuilding from the cells",
@@ -172,11 +184,6 @@ class Snapshot:
             return "the cells were written since (the store's epoch moved)"
         if meta.get("tokenizer") != _tokenizer():
             return "written by a version that indexes words differently"
-        count = int(self.store.cells.count())
-        if meta.get("rows") != count:
-            return f"the cells collection has {count} rows, the snapshot {meta.get('rows')}"
-        if meta.get("counters") != self.store.writer_counters():
-            return "another writer changed the cells since it was written"
         return None
 
     # -- writing ---------------------------------------------------------------------

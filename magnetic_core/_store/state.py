@@ -39,10 +39,16 @@ class MemoryState:
     snapshot: Snapshot
     # What was saved beside the index (save_snapshot's ``extra``); empty when rebuilt.
     extra: Mapping[str, np.ndarray] = field(default_factory=dict)
+    # The other writers' change counters this state reflects (WriterClock.seen).
+    seen: dict[str, int] = field(default_factory=dict)
 
 
 def load_state(
-    store: ChromaStore, dim: int, config: MemoryConfig, replay: Mapping[str, str] | None = None
+    store: ChromaStore,
+    dim: int,
+    config: MemoryConfig,
+    replay: Mapping[str, str] | None = None,
+    clock: WriterClock | None = None,
 ) -> MemoryState:
     """Read every stored cell into a new state (writes nothing to Chroma).
 
@@ -50,6 +56,8 @@ def load_state(
     when it matches the cells collection; otherwise every cell is read from Chroma.
     ``replay`` maps cell ids to the group an interrupted sleep pass was moving them to;
     those cells are placed there and marked moved, so the next write-back persists them.
+    ``MemoryState.seen`` holds the other writers' change counters the state reflects: as
+    recorded in the snapshot, or read from ``clock`` before the cells were.
 
     Raises:
         PersistenceError: Chroma could not be read; nothing was changed.
@@ -62,12 +70,17 @@ def load_state(
     loaded = None if replay else snapshot.load(config.max_group_size, writer)
     extra: dict[str, np.ndarray] = {}
     if loaded is not None:
-        index, catalog, extra = loaded
+        index, catalog, extra = loaded.index, loaded.catalog, loaded.extra
+        seen = dict(loaded.counters)
     else:
+        # Read before the cells: a write landing during the load is seen by the next sync.
+        seen = clock.read() if clock is not None else {}
         index, catalog = _read_cells(store, dim, config, writer, replay)
+    if clock is not None:
+        seen.pop(clock.row_id, None)
     calibration = Calibration(config, store.settings())
     writeback = WriteBack(store, index, catalog, store.group_cache())
-    return MemoryState(index, catalog, calibration, writeback, snapshot, extra)
+    return MemoryState(index, catalog, calibration, writeback, snapshot, extra, seen)
 
 
 def save_snapshot(
