@@ -15,9 +15,9 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from magnetic_core._index.clustering import normalize
-from magnetic_core._search.restricted import search_restricted
-from magnetic_core._search.search import SearchPlan, run_search
-from magnetic_core._search.views import cell_view, group_info, hit_view, merge_plan, stats_view
+from magnetic_core._search.search import SearchPlan
+from magnetic_core._search.selection import Selection, select_hits
+from magnetic_core._search.views import cell_view, group_info, merge_plan, stats_view
 from magnetic_core._sleep.plan import SleepConfig
 from magnetic_core._sleep.sleeper import Sleeper, finish_recovery, recover
 from magnetic_core._sleep.supersession import (
@@ -50,6 +50,7 @@ from magnetic_core.errors import (
 )
 from magnetic_core.filters import Predicate, compile_filter
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, SleepReport, Stats
+from magnetic_core.validators import check_int, check_number
 
 __all__ = ["MagneticMemory"]
 
@@ -447,6 +448,10 @@ class MagneticMemory:
         explain: bool = False,
         *,
         vector: Any = None,
+        ids: Sequence[str] | None = None,
+        expand: int = 0,
+        mmr_lambda: float | None = None,
+        fetch_k: int | None = None,
         n_probe: int | None = None,
         entity_boost: float | None = None,
         lexical_weight: float | None = None,
@@ -463,6 +468,16 @@ class MagneticMemory:
                 modify the dict).
             explain: attach each hit's route (stages, centroid similarity, boost).
             vector: a query embedding to use instead of embedding ``query``.
+            ids: search only among these cells, scored by exact cosine (missing ids are
+                skipped; ``rank_score`` equals ``score``): for restrictions a ``where``
+                cannot express, such as given node ids or a test on the text.
+            expand: after each hit, up to this many other cells of its group that pass
+                the filter, closest to the group centroid first, each scored by its own
+                cosine and marked with ``Hit.expanded_from``; no cell comes twice.
+            mmr_lambda: re-rank by maximal marginal relevance with this relevance weight
+                in ``[0, 1]`` (1: relevance only, 0: diversity only); the ``k`` hits are
+                picked from the best ``fetch_k`` candidates, in pick order.
+            fetch_k: candidates MMR picks from (default ``4 * k``; at least ``k``).
             n_probe: groups to probe; given here, exactly this many (default: the config's
                 ``n_probe``, widened to hold at least ``probe_cells`` cells).
             entity_boost: boost for cells holding a query entity (default from the config).
@@ -475,10 +490,8 @@ class MagneticMemory:
         """
         self._check_open()
         check_k(k)
-        if n_probe is not None and (
-            not isinstance(n_probe, int) or isinstance(n_probe, bool) or n_probe < 1
-        ):
-            raise InvalidInputError(f"n_probe must be a positive integer, got {n_probe!r}")
+        check_int(n_probe, "n_probe", low=1, optional=True)
+        selection = _selection(k, ids, expand, mmr_lambda, fetch_k)
         predicate = compile_filter(filter)
         if vector is not None:
             q = normalize(validate_vectors(vector, self.dim, what="query vector"))[0]
@@ -505,8 +518,7 @@ class MagneticMemory:
             if current_only and self._superseded:
                 exclude = superseded_ids(self._catalog.records, self._superseded)
                 plan = replace(plan, exclude=exclude)
-            found = run_search(self._index, self._catalog, plan)
-            return [hit_view(self._index, self._catalog, c, explain) for c in found]
+            return select_hits(self._index, self._catalog, plan, selection, explain)
 
     def search_among(
         self, ids: Sequence[str], query: str | None = None, k: int = 10, *, vector: Any = None
@@ -516,18 +528,10 @@ class MagneticMemory:
         For restrictions a metadata filter cannot express (given node ids, a test on the
         text): every named cell is scored by exact cosine, ``rank_score`` equals ``score``.
         """
-        self._check_open()
-        check_k(k)
         check_id_list(ids)
-        if vector is not None:
-            q = normalize(validate_vectors(vector, self.dim, what="query vector"))[0]
-        elif query is None:
+        if vector is None and query is None:
             raise InvalidInputError("search_among() needs a query or a vector")
-        else:
-            q = self.embed_query(query)
-        with self._lock.read():
-            found = search_restricted(self._index, ids, q, k)
-            return [hit_view(self._index, self._catalog, c, False) for c in found]
+        return self.search(query, k, vector=vector, ids=ids)
 
     def get(
         self,
@@ -743,6 +747,26 @@ class MagneticMemory:
     async def amark_contradiction(self, cell_a: str, cell_b: str, explanation: str) -> None:
         """Async :meth:`mark_contradiction`."""
         await asyncio.to_thread(self.mark_contradiction, cell_a, cell_b, explanation)
+
+
+def _selection(
+    k: int,
+    ids: Sequence[str] | None,
+    expand: Any,
+    mmr_lambda: Any,
+    fetch_k: Any,
+) -> Selection:
+    """The validated shape of a search's result (restriction, MMR, expansion)."""
+    check_id_list(ids)
+    check_int(expand, "expand")
+    check_number(mmr_lambda, "mmr_lambda", low=0.0, high=1.0, optional=True)
+    check_int(fetch_k, "fetch_k", low=1, optional=True)
+    return Selection(
+        ids=None if ids is None else tuple(ids),
+        expand=expand,
+        mmr_lambda=None if mmr_lambda is None else float(mmr_lambda),
+        fetch_k=4 * k if fetch_k is None else fetch_k,
+    )
 
 
 def _sleep_config(config: SleepConfig | None, settings: Mapping[str, Any]) -> SleepConfig:

@@ -519,9 +519,18 @@ class MagneticVectorStore(ChromaCompatMixin, VectorStore):
         return self._documents(hits, kwargs)
 
     def search_hits(
-        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        filter: dict[str, Any] | None = None,
+        *,
+        expand: int = 0,
+        **kwargs: Any,
     ) -> list[Hit]:
         """The engine's own hits for ``query``: cell, cosine score, group id and label.
+
+        With ``expand=n``, each hit is followed by up to ``n`` other cells of its group
+        (``Hit.expanded_from`` names the hit), as :class:`MagneticRetriever` returns them.
 
         Example:
             >>> import tempfile
@@ -536,13 +545,19 @@ class MagneticVectorStore(ChromaCompatMixin, VectorStore):
             >>> hit.id, hit.group_label
             ('1', 'cat / mat / sat')
         """
-        return self._bridge.search(query, None, k, filter, kwargs)
+        return self._bridge.search(query, None, k, filter, kwargs, expand=expand)
 
     async def asearch_hits(
-        self, query: str, k: int = DEFAULT_K, filter: dict[str, Any] | None = None, **kwargs: Any
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        filter: dict[str, Any] | None = None,
+        *,
+        expand: int = 0,
+        **kwargs: Any,
     ) -> list[Hit]:
         """Async :meth:`search_hits`."""
-        return await self._bridge.asearch(query, None, k, filter, kwargs)
+        return await self._bridge.asearch(query, None, k, filter, kwargs, expand=expand)
 
     # -- construction ----------------------------------------------------------------
     @classmethod

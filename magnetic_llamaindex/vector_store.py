@@ -22,7 +22,6 @@ from magnetic_core._store.deferred import DeferredMemory
 from magnetic_core.config import MemoryConfig
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.types import Cell
 from magnetic_llamaindex.construction import engine_embedder, no_extra_kwargs, refuse_with_memory
 from magnetic_llamaindex.embeddings import (
     PRECOMPUTED_NAME,
@@ -31,8 +30,7 @@ from magnetic_llamaindex.embeddings import (
 )
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.nodes import REF_DOC_ID, cell_to_node, nodes_to_records
-from magnetic_llamaindex.plan import QueryPlan, id_list, plan_query
-from magnetic_llamaindex.ranking import maximal_marginal_relevance
+from magnetic_llamaindex.plan import id_list, plan_query
 
 __all__ = ["MagneticVectorStore"]
 
@@ -355,27 +353,20 @@ class MagneticVectorStore(BasePydanticVectorStore):
             return VectorStoreQueryResult(
                 nodes=[cell_to_node(c) for c in cells], ids=[c.id for c in cells]
             )
-        cells, scores = self._candidates(plan, plan.fetch_k if plan.mmr else plan.k)
-        if plan.mmr and cells:
-            vectors = mem.get_vectors([c.id for c in cells])
-            order = maximal_marginal_relevance(plan.vector, vectors, plan.k, plan.mmr_threshold)
-            cells, scores = [cells[i] for i in order], [scores[i] for i in order]
-        return VectorStoreQueryResult(
-            nodes=[cell_to_node(c) for c in cells],
-            similarities=scores,
-            ids=[c.id for c in cells],
+        hits = mem.search(
+            vector=plan.vector,
+            k=plan.k,
+            filter=plan.predicate,
+            ids=plan.node_ids,
+            n_probe=plan.n_probe,
+            mmr_lambda=plan.mmr_threshold if plan.mmr else None,
+            fetch_k=max(plan.fetch_k, 1),
         )
-
-    def _candidates(self, plan: QueryPlan, k: int) -> tuple[list[Cell], list[float]]:
-        """The best ``k`` cells for the plan (exact scores over ``node_ids`` if given)."""
-        mem = self.memory
-        vector = plan.vector
-        if plan.node_ids is None:
-            hits = mem.search(vector=vector, k=k, filter=plan.predicate, n_probe=plan.n_probe)
-            return [h.cell for h in hits], [h.score for h in hits]
-        allowed = [c.id for c in mem.get(ids=plan.node_ids, filter=plan.predicate)]
-        hits = mem.search_among(allowed, k=k, vector=vector) if allowed else []
-        return [h.cell for h in hits], [h.score for h in hits]
+        return VectorStoreQueryResult(
+            nodes=[cell_to_node(h.cell) for h in hits],
+            similarities=[h.score for h in hits],
+            ids=[h.id for h in hits],
+        )
 
     # -- async twins -----------------------------------------------------------------
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
