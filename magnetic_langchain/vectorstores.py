@@ -14,7 +14,7 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from typing_extensions import Self
 
-from magnetic_core import EmbeddingError, Hit, MagneticMemory, MemoryConfig
+from magnetic_core import EmbeddingError, Hit, InvalidInputError, MagneticMemory, MemoryConfig
 from magnetic_core._store.deferred import DeferredMemory
 from magnetic_langchain.arguments import (
     batches,
@@ -216,14 +216,15 @@ class MagneticVectorStore(ChromaCompatMixin, VectorStore):
                 if value is not None
             ] + (["namespace"] if namespace != "default" else [])
             if clash:
-                raise ValueError(
-                    f"pass either memory= or {', '.join(clash)}, not both: "
-                    "the wrapped memory already has its own"
+                raise InvalidInputError(
+                    f"pass either memory= or {', '.join(clash)}, not both",
+                    hint="the wrapped memory already has its own",
                 )
             if embedding is not None and as_core_embedder(embedding).name != memory.embedder.name:
-                raise ValueError(
+                raise InvalidInputError(
                     f"the embedding {as_core_embedder(embedding).name!r} is not the memory's "
-                    f"embedder {memory.embedder.name!r}; omit embedding= to use the memory's"
+                    f"embedder {memory.embedder.name!r}",
+                    hint="omit embedding= to use the memory's",
                 )
             self._memory, self._owns_memory = memory, False
         elif embedding is None:

@@ -12,6 +12,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 
 from magnetic_core.errors import FilterError, InvalidInputError
 from magnetic_core.filters import Predicate, compile_filter
+from magnetic_core.validators import check_int
 from magnetic_llamaindex.filters import to_where
 from magnetic_llamaindex.nodes import REF_DOC_ID
 from magnetic_llamaindex.ranking import DEFAULT_MMR_THRESHOLD, check_mmr_threshold
@@ -112,9 +113,7 @@ def plan_query(
 
 def check_count(name: str, value: Any, low: int) -> int:
     """Return ``value`` if it is an integer >= ``low`` (not a bool), else raise naming it."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
+    return int(check_int(value, name, low=low))
 
 
 def id_list(node_ids: Sequence[str] | None) -> list[str] | None:
