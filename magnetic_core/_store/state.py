@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from magnetic_core._index.calibration import Calibration
 from magnetic_core._index.index import HierIndex
-from magnetic_core._store.catalog import Catalog, CellRecord
+from magnetic_core._store.catalog import Catalog
 from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._store.writeback import WriteBack
 from magnetic_core.config import MemoryConfig
@@ -46,17 +46,7 @@ def load_state(
     for row in store.load():
         gid = replay.get(row.id, row.group_id) if replay else row.group_id
         index.place(row.id, row.vector, gid, row.seq)
-        catalog.put(
-            row.id,
-            CellRecord(
-                text=row.text,
-                metadata=row.metadata,
-                entities=row.entities,
-                created_at=row.created_at,
-                updated_at=row.updated_at,
-                contradictions=list(row.contradictions),
-            ),
-        )
+        catalog.put(row.id, row.record)
     index.finish_placing()
     if replay:
         index.moved.update(c for c in replay if c in index.loc)
