@@ -164,9 +164,10 @@ def _leaf(item: MetadataFilter) -> dict[str, Any]:
             f"{op.name} on key {key!r} takes {rule[0]}, got {operand!r}",
             hint=f"MetadataFilter(key={key!r}, operator={op.name}, value=...)",
         )
+    value: Any = operand
     if op == FilterOperator.IS_EMPTY:
-        operand = True
+        value = True
     elif op in (FilterOperator.IN, FilterOperator.NIN):
         # A None value reads as missing here: IN never matches it, NIN always does.
-        operand = [o for o in operand if o is not None]
-    return {key: {target: operand}}
+        value = [o for o in operand if o is not None]  # type: ignore[union-attr]
+    return {key: {target: value}}
