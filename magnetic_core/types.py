@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -196,7 +196,6 @@ class MergePlan:
 
     pairs: tuple[tuple[str, str, float], ...]
     threshold: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.pairs)
