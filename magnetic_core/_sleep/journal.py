@@ -68,16 +68,7 @@ class SleepJournal:
         entries = self.store.log_read(
             {"$and": [{JOURNAL_KEY: _ENTRY}, {"p": meta["p"]}]}, full=True
         )
-        if len(entries["ids"]) != int(meta["n"]):
-            raise PersistenceError(
-                f"the sleep journal of {self.store.namespace!r} lists records that are missing",
-                hint="the store was changed outside magnetic-storage; restore it from a copy",
-            )
-        moves: dict[str, str] = {}
-        for doc in entries["documents"]:
-            moves.update(json.loads(doc))
-        logger.warning("finishing an interrupted sleep pass (%d cells)", len(moves))
-        return moves
+        return _moves(entries["documents"], int(meta["n"]), self.store.namespace)
 
     def clear(self) -> None:
         """Forget the journal (the pass is complete, or never started writing): head first."""
@@ -110,16 +101,7 @@ class SleepJournal:
         entries = self._call(
             "read the old sleep journal", coll.get, ids=list(records), include=["documents"]
         )
-        if len(entries["ids"]) != len(records):
-            raise PersistenceError(
-                f"the sleep journal {self.legacy!r} lists records that are missing",
-                hint="the store was changed outside magnetic-storage; restore it from a copy",
-            )
-        moves: dict[str, str] = {}
-        for doc in entries["documents"]:
-            moves.update(json.loads(doc))
-        logger.warning("finishing an interrupted sleep pass (%d cells, old journal)", len(moves))
-        return moves
+        return _moves(entries["documents"], len(records), self.legacy)
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -129,3 +111,17 @@ class SleepJournal:
                 f"Chroma failed to {what} ({self.legacy!r}): {e}",
                 hint="check the Chroma path or server, then reopen the memory",
             ) from e
+
+
+def _moves(documents: list[str], expected: int, where: str) -> dict[str, str]:
+    """The moves recorded in a pass's entries: all of them, or an error naming the journal."""
+    if len(documents) != expected:
+        raise PersistenceError(
+            f"the sleep journal of {where!r} lists records that are missing",
+            hint="the store was changed outside magnetic-storage; restore it from a copy",
+        )
+    moves: dict[str, str] = {}
+    for doc in documents:
+        moves.update(json.loads(doc))
+    logger.warning("finishing an interrupted sleep pass (%d cells)", len(moves))
+    return moves
