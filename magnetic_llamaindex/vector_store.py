@@ -22,10 +22,8 @@ from magnetic_core._store.deferred import DeferredMemory
 from magnetic_core.config import MemoryConfig
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
-from magnetic_llamaindex.construction import engine_embedder, no_extra_kwargs, refuse_with_memory
+from magnetic_llamaindex.construction import no_extra_kwargs, open_store_memory
 from magnetic_llamaindex.embeddings import (
-    PRECOMPUTED_NAME,
-    PrecomputedEmbedder,
     embed_query_text,
 )
 from magnetic_llamaindex.filters import to_predicate
@@ -36,7 +34,6 @@ __all__ = ["MagneticVectorStore"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PATH = "./magnetic_memory"
 
 
 class MagneticVectorStore(BasePydanticVectorStore):
@@ -154,39 +151,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
             "embed_model": embed_model,
             "config": config,
         }
-        deferred = None
-        mem: MagneticMemory | None
-        if memory is not None:
-            refuse_with_memory(memory, settings)
-            mem, owns = memory, False
-        elif dim is None and embed_model is None:
-            if path is not None and client is not None:
-                raise InvalidInputError(
-                    "the store was given both path and client", hint="pass only one of them"
-                )
-            deferred = DeferredMemory(
-                path=os.fspath(path) if path is not None else DEFAULT_PATH,
-                client=client,
-                namespace=namespace or "default",
-                config=config,
-                make_embedder=lambda d, name: PrecomputedEmbedder(
-                    d, name or embedder_name or PRECOMPUTED_NAME
-                ),
-            )
-            mem, owns = None, True
-        else:
-            if path is not None and client is not None:
-                raise InvalidInputError(
-                    "the store was given both path and client", hint="pass only one of them"
-                )
-            mem = MagneticMemory(
-                path=os.fspath(path) if path is not None else DEFAULT_PATH,
-                namespace=namespace or "default",
-                embedder=engine_embedder(dim, embedder_name, embed_model),
-                config=config,
-                client=client,
-            )
-            owns = True
+        mem, deferred, owns = open_store_memory(memory, settings)
         try:
             ns = mem.namespace if mem is not None else namespace or "default"
             super().__init__(namespace=ns, **kwargs)  # type: ignore[call-arg]
