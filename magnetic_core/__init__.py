@@ -25,6 +25,7 @@ from magnetic_core.errors import (
     MetadataError,
     MissingDependencyError,
     PersistenceError,
+    WrongTypeError,
 )
 from magnetic_core.filters import compile_filter
 from magnetic_core.memory import MagneticMemory
@@ -60,6 +61,7 @@ __all__ = [
     "SleepConfig",
     "SleepReport",
     "Stats",
+    "WrongTypeError",
     "__version__",
     "compile_filter",
     "default_embedder",

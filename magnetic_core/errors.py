@@ -9,7 +9,8 @@
     │   ├── InvalidVectorError                 a vector holds NaN/inf or is all zeros
     │   ├── DuplicateIdError                   one id given twice in one call
     │   ├── MetadataError                      metadata that cannot be stored
-    │   └── FilterError                        an unknown operator or malformed filter
+    │   ├── FilterError                        an unknown operator or malformed filter
+    │   └── WrongTypeError (also TypeError)    an argument of the wrong type
     ├── EmbeddingError                         an embedder failed or returned bad vectors
     ├── EmbedderMismatchError                  a store opened with another embedder
     ├── PersistenceError                       the Chroma substrate failed
@@ -35,6 +36,7 @@ __all__ = [
     "MetadataError",
     "MissingDependencyError",
     "PersistenceError",
+    "WrongTypeError",
 ]
 
 
@@ -78,6 +80,13 @@ class MetadataError(InvalidInputError):
 
 class FilterError(InvalidInputError):
     """A metadata filter with an unknown operator or a malformed shape."""
+
+
+class WrongTypeError(InvalidInputError, TypeError):
+    """An argument of the wrong type (an unknown keyword, a string for a list, ...).
+
+    Also a ``TypeError``, so code written against the frameworks' own checks still catches it.
+    """
 
 
 class EmbeddingError(MagneticError):

@@ -1,11 +1,27 @@
 """Metadata filters in Chroma's ``where`` syntax, validated once and evaluated in memory.
 
-Supported: ``{"field": value}`` (equality), ``{"field": {"$op": value}}`` with
-``$eq $ne $gt $gte $lt $lte $in $nin``, and ``{"$and": [...]}`` / ``{"$or": [...]}``.
-Several fields in one dict are combined with AND. ``$and`` / ``$or`` nest at most
-:data:`~magnetic_core.validators.MAX_DEPTH` (32) levels deep. A callable taking the
-metadata dict and returning a bool is accepted as a ready-made predicate (adapters
-translate richer filter languages, such as LlamaIndex's, into one).
+The one filter evaluator of MagneticStorage: the adapters translate their own filter
+languages (LlamaIndex's ``MetadataFilters``) into this dialect rather than evaluating them.
+
+Supported: ``{"field": value}`` (equality) and ``{"field": {"$op": value}}`` with
+
+* ``$eq $ne``: equality (a bool never equals a number; lists compare item by item);
+* ``$gt $gte $lt $lte``: ordered comparisons (false between incomparable types);
+* ``$in $nin``: the stored value is (not) one of a list of values;
+* ``$contains``, ``$not_contains``: the stored value, read as a set of items (a list is its
+  items, a scalar is itself), holds (does not hold) the value;
+* ``$contains_any``, ``$contains_all``: it holds any / all of a list of values;
+* ``$text_match``, ``$text_match_insensitive``: a string value contains the given string
+  (the second ignoring case);
+* ``$is_empty``: ``True`` matches a missing key, ``None``, ``""``, ``[]``; ``False`` the rest;
+
+and the logical ``{"$and": [...]}``, ``{"$or": [...]}`` and ``{"$not": [...]}`` (true when
+none of its filters match; a single dict is a list of one). Several fields in one dict are
+combined with AND. A missing key (or a ``None`` value) matches only ``$ne``, ``$nin``,
+``$not_contains`` and ``$is_empty: True`` (and ``$eq``/``$in`` of ``None`` itself).
+Logical operators nest at most :data:`~magnetic_core.validators.MAX_DEPTH` (32) levels
+deep. A callable taking the metadata dict and returning a bool is accepted as a
+ready-made predicate.
 """
 
 from __future__ import annotations
@@ -17,7 +33,7 @@ from typing import Any
 from magnetic_core.errors import FilterError
 from magnetic_core.validators import MAX_DEPTH
 
-__all__ = ["Predicate", "compile_filter"]
+__all__ = ["FIELD_OPERATORS", "LOGICAL_OPERATORS", "Predicate", "compile_filter"]
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -42,11 +58,46 @@ def _eq(value: Any, operand: Any) -> bool:
     # True == 1 in Python; a filter on a bool field must not match the integer 1.
     if isinstance(value, bool) or isinstance(operand, bool):
         return isinstance(value, bool) and isinstance(operand, bool) and value == operand
+    if isinstance(value, (list, tuple)) and isinstance(operand, (list, tuple)):
+        return len(value) == len(operand) and all(map(_eq, value, operand))
     return bool(value == operand)
 
 
 def _in(value: Any, operand: Any) -> bool:
     return any(_eq(value, o) for o in operand)
+
+
+def _items(value: Any) -> list[Any]:
+    """The stored value as a set of items: a list or tuple is its items, a scalar itself."""
+    if value is _MISSING or value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _contains(value: Any, operand: Any) -> bool:
+    return any(_eq(item, operand) for item in _items(value))
+
+
+def _contains_all(value: Any, operand: Any) -> bool:
+    # A missing value holds nothing, not even "all of none".
+    return value is not _MISSING and value is not None and all(_contains(value, o) for o in operand)
+
+
+def _text_match(value: Any, operand: Any) -> bool:
+    return isinstance(value, str) and operand in value
+
+
+def _text_match_insensitive(value: Any, operand: Any) -> bool:
+    return isinstance(value, str) and operand.casefold() in value.casefold()
+
+
+def _is_empty(value: Any, operand: Any) -> bool:
+    empty = (
+        value is _MISSING
+        or value is None
+        or (isinstance(value, (str, list, tuple)) and len(value) == 0)
+    )
+    return empty is operand
 
 
 _FIELD_OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -58,9 +109,23 @@ _FIELD_OPS: dict[str, Callable[[Any, Any], bool]] = {
     "$lte": _ordered(operator.le),
     "$in": _in,
     "$nin": lambda v, o: not _in(v, o),
+    "$contains": _contains,
+    "$not_contains": lambda v, o: not _contains(v, o),
+    "$contains_any": lambda v, o: any(_contains(v, x) for x in o),
+    "$contains_all": _contains_all,
+    "$text_match": _text_match,
+    "$text_match_insensitive": _text_match_insensitive,
+    "$is_empty": _is_empty,
 }
-_LIST_OPS = frozenset({"$in", "$nin"})
+FIELD_OPERATORS = frozenset(_FIELD_OPS)
+"""Every field operator of the dialect."""
+LOGICAL_OPERATORS = frozenset({"$and", "$or", "$not"})
+"""The logical operators of the dialect."""
+
+_LIST_OPS = frozenset({"$in", "$nin", "$contains_any", "$contains_all"})
 _ORDER_OPS = frozenset({"$gt", "$gte", "$lt", "$lte"})
+_TEXT_OPS = frozenset({"$text_match", "$text_match_insensitive"})
+_SCALAR_OPS = frozenset({"$contains", "$not_contains"})
 
 
 def compile_filter(where: Mapping[str, Any] | Predicate | None) -> Predicate | None:
@@ -96,12 +161,12 @@ def _compile(where: Mapping[str, Any], depth: int) -> Predicate:
     for key, value in where.items():
         if not isinstance(key, str):
             raise FilterError(f"filter keys must be strings, got {key!r}")
-        if key in ("$and", "$or"):
+        if key in LOGICAL_OPERATORS:
             parts.append(_compile_logical(key, value, depth))
         elif key.startswith("$"):
             raise FilterError(
                 f"unknown filter operator {key!r}",
-                hint="logical operators are $and and $or; field operators are "
+                hint="logical operators are $and, $or and $not; field operators are "
                 + ", ".join(sorted(_FIELD_OPS)),
             )
         else:
@@ -114,9 +179,11 @@ def _compile(where: Mapping[str, Any], depth: int) -> Predicate:
 def _compile_logical(key: str, value: Any, depth: int) -> Predicate:
     if depth >= MAX_DEPTH:
         raise FilterError(
-            f"the filter nests $and/$or more than {MAX_DEPTH} levels deep",
+            f"the filter nests $and/$or/$not more than {MAX_DEPTH} levels deep",
             hint="flatten it: one $and or $or takes any number of conditions",
         )
+    if key == "$not" and isinstance(value, Mapping):
+        value = [value]
     if not isinstance(value, list) or not value:
         raise FilterError(f"{key} takes a non-empty list of filters, got {value!r}")
     subs = []
@@ -126,6 +193,8 @@ def _compile_logical(key: str, value: Any, depth: int) -> Predicate:
         subs.append(_compile(sub, depth + 1))  # bounded by MAX_DEPTH above
     if key == "$and":
         return lambda meta: all(p(meta) for p in subs)
+    if key == "$not":
+        return lambda meta: not any(p(meta) for p in subs)
     return lambda meta: any(p(meta) for p in subs)
 
 
@@ -144,17 +213,32 @@ def _compile_field(field: str, condition: Any) -> Predicate:
             f"unknown filter operator {op!r} on field {field!r}",
             hint="supported operators: " + ", ".join(sorted(_FIELD_OPS)),
         )
-    if op in _LIST_OPS:
-        if not isinstance(operand, (list, tuple)):
-            raise FilterError(f"{op} on {field!r} takes a list, got {operand!r}")
-        operand = list(operand)
-    elif op in _ORDER_OPS and (
-        isinstance(operand, bool) or not isinstance(operand, (int, float, str))
-    ):
-        raise FilterError(f"{op} on {field!r} takes a number or string, got {operand!r}")
+    operand = _check_operand(field, op, operand)
     test = _FIELD_OPS[op]
 
     def predicate(meta: Mapping[str, Any]) -> bool:
         return test(meta.get(field, _MISSING), operand)
 
     return predicate
+
+
+def _check_operand(field: str, op: str, operand: Any) -> Any:
+    """``operand`` if it has the type ``op`` takes (a list comes back as a list)."""
+    if op in _LIST_OPS:
+        if not isinstance(operand, (list, tuple)):
+            raise FilterError(f"{op} on {field!r} takes a list, got {operand!r}")
+        return list(operand)
+    if op in _ORDER_OPS and (
+        isinstance(operand, bool) or not isinstance(operand, (int, float, str))
+    ):
+        raise FilterError(f"{op} on {field!r} takes a number or string, got {operand!r}")
+    if op in _TEXT_OPS and not isinstance(operand, str):
+        raise FilterError(f"{op} on {field!r} takes a string, got {operand!r}")
+    if op in _SCALAR_OPS and not isinstance(operand, (int, float, str)):
+        raise FilterError(f"{op} on {field!r} takes a single value, got {operand!r}")
+    if op == "$is_empty" and not isinstance(operand, bool):
+        raise FilterError(
+            f"$is_empty on {field!r} takes True or False, got {operand!r}",
+            hint=f'{{"{field}": {{"$is_empty": true}}}} finds missing or empty values',
+        )
+    return operand

@@ -2,10 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Cell", "GroupInfo", "Hit", "MergePlan", "Route", "SleepReport", "Stats"]
+__all__ = [
+    "EXPANDED_FROM_KEY",
+    "GROUP_ID_KEY",
+    "GROUP_LABEL_KEY",
+    "Cell",
+    "GroupInfo",
+    "Hit",
+    "MergePlan",
+    "Route",
+    "SleepReport",
+    "Stats",
+]
+
+# The metadata keys both adapters add to a result (a LangChain Document, a LlamaIndex node).
+GROUP_ID_KEY = "magnetic_group_id"
+"""Metadata key of a result's concept group id."""
+GROUP_LABEL_KEY = "magnetic_group_label"
+"""Metadata key of a result's concept group label."""
+EXPANDED_FROM_KEY = "magnetic_expanded_from"
+"""Metadata key of a group expansion: the id of the hit it expands."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +67,8 @@ class Route:
     """How a hit was found (returned with ``explain=True``).
 
     Attributes:
-        stages: the stages that produced it: ``"centroid"``, ``"entity"``, ``"fallback"``.
+        stages: the stages that produced it: ``"centroid"``, ``"entity"``, ``"fallback"``,
+            ``"restricted"`` (a search among ids), ``"expansion"`` (a group expansion).
         centroid_similarity: cosine of the query with the hit's group centroid.
         boost: entity boost added to its ranking score.
         lexical: lexical (BM25-style) score fused into its ranking score.
@@ -75,6 +95,8 @@ class Hit:
         group_id: the cell's group id.
         group_label: a few characteristic terms or entities of the group.
         route: present when the search ran with ``explain=True``.
+        expanded_from: for a group expansion (``search(..., expand=n)``), the id of the
+            hit it expands; None for a hit of the search itself.
     """
 
     cell: Cell
@@ -83,6 +105,7 @@ class Hit:
     group_id: str
     group_label: str
     route: Route | None = None
+    expanded_from: str | None = None
 
     @property
     def id(self) -> str:
@@ -173,7 +196,6 @@ class MergePlan:
 
     pairs: tuple[tuple[str, str, float], ...]
     threshold: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.pairs)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from magnetic_core._text.inputs import validate_batch
+from magnetic_core.errors import FilterError, InvalidInputError, WrongTypeError
 
 __all__ = [
     "SEARCH_OPTIONS",
@@ -42,10 +43,14 @@ def prepare_texts(
     late in a long list cannot leave the items before it half-stored.
     """
     if isinstance(texts, str):
-        raise TypeError("texts must be a list of strings, got one string (wrap it: [text])")
+        raise WrongTypeError(
+            "texts must be a list of strings, got one string", hint="wrap it: [text]"
+        )
     texts = list(texts)
     if ids is not None and len(ids) != len(texts):
-        raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
+        raise InvalidInputError(
+            f"got {len(ids)} ids for {len(texts)} texts", hint="pass one id per text"
+        )
     full_ids = [cid if cid is not None else str(uuid.uuid4()) for cid in ids or [None] * len(texts)]
     texts, metas, full_ids = validate_batch(texts, metadatas, full_ids)
     return texts, list(metas), full_ids
@@ -55,9 +60,11 @@ def pop_batch_size(kwargs: dict[str, Any]) -> int | None:
     """Take ``batch_size`` out of ``kwargs``; anything else left there is an error."""
     size = kwargs.pop("batch_size", None)
     if kwargs:
-        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)} (only batch_size)")
+        raise WrongTypeError(
+            f"unexpected keyword arguments {sorted(kwargs)}", hint="only batch_size= is accepted"
+        )
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-        raise ValueError(f"batch_size must be a positive integer, got {size!r}")
+        raise InvalidInputError(f"batch_size must be a positive integer, got {size!r}")
     return size
 
 
@@ -79,9 +86,11 @@ def delete_filter(kwargs: dict[str, Any]) -> Mapping[str, Any] | None:
     where = kwargs.pop("filter", None)
     alias = kwargs.pop("where", None)
     if where is not None and alias is not None:
-        raise ValueError("the filter was given twice, as filter= and where=; pass one")
+        raise FilterError("the filter was given twice, as filter= and where=", hint="pass one")
     if kwargs:
-        raise TypeError(f"unexpected keyword arguments {sorted(kwargs)} (only filter / where)")
+        raise WrongTypeError(
+            f"unexpected keyword arguments {sorted(kwargs)}", hint="only filter= / where="
+        )
     return where if where is not None else alias
 
 
@@ -89,7 +98,7 @@ def check_search_options(options: Mapping[str, Any]) -> None:
     """Refuse search keyword arguments the store does not understand."""
     unknown = set(options) - SEARCH_OPTIONS
     if unknown:
-        raise TypeError(
+        raise WrongTypeError(
             f"unexpected search arguments {sorted(unknown)}; supported: "
             f"k, filter, {', '.join(sorted(SEARCH_OPTIONS))}"
         )
@@ -98,6 +107,9 @@ def check_search_options(options: Mapping[str, Any]) -> None:
 def check_mmr(k: int, lambda_mult: float) -> None:
     """Refuse out-of-range MMR parameters."""
     if not 0.0 <= lambda_mult <= 1.0:
-        raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+        raise InvalidInputError(
+            f"lambda_mult must be in [0, 1], got {lambda_mult!r}",
+            hint="1 ranks by relevance only, 0 by diversity only",
+        )
     if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+        raise InvalidInputError(f"k must be a non-negative integer, got {k!r}")

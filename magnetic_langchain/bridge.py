@@ -1,17 +1,19 @@
-"""How the vector store talks to the engine: search options, async embedding, MMR picks.
+"""How the vector store talks to the engine: search options, async embedding.
 
-The store's async methods embed with the LangChain model's own async API and then use the
-core's async twins, so no thread is blocked on the embedding call. A ``where_document``
-filter (a test on the text) restricts the search to the cells whose text passes, scored
-exactly by the core's :meth:`~magnetic_core.MagneticMemory.search_among`.
+Every search (plain, MMR, with group expansion, restricted by ``where_document``) is one
+call of :meth:`magnetic_core.MagneticMemory.search`; this module only maps the store's
+options onto it. The async methods embed with the LangChain model's own async API first,
+so no thread is blocked on the embedding call, then run the engine call in an executor.
+A ``where_document`` filter (a test on the text) restricts the search to the cells whose
+text passes, which the engine scores exactly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
-import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
 
@@ -19,7 +21,6 @@ from magnetic_core import EmbeddingError, EmptyTextError, Hit, InvalidInputError
 from magnetic_core._search.topk import rank_ceiling, ranking_distance
 from magnetic_core._text.document_filter import compile_document_filter
 from magnetic_langchain.arguments import check_mmr, check_search_options
-from magnetic_langchain.documents import maximal_marginal_relevance
 from magnetic_langchain.embeddings import LangChainEmbedder
 
 __all__ = ["MemoryBridge"]
@@ -64,23 +65,15 @@ class MemoryBridge:
         k: int,
         filter: dict[str, Any] | None,
         options: Mapping[str, Any],
+        *,
+        expand: int = 0,
     ) -> list[Hit]:
         """The engine's hits for a query text and/or vector; ``options`` as the store's."""
         check_search_options(options)
         if self.empty:
             return []
-        restricted = self._restriction(filter, options)
-        if restricted is not None:
-            return self.memory.search_among(restricted, query, k, vector=vector)
         return self.memory.search(
-            query,
-            k=k,
-            filter=filter,
-            vector=vector,
-            n_probe=options.get("n_probe"),
-            entity_boost=options.get("entity_boost"),
-            lexical_weight=options.get("lexical_weight"),
-            current_only=bool(options.get("current_only", False)),
+            query, k=k, filter=filter, vector=vector, expand=expand, **self._engine(filter, options)
         )
 
     async def asearch(
@@ -90,6 +83,8 @@ class MemoryBridge:
         k: int,
         filter: dict[str, Any] | None,
         options: Mapping[str, Any],
+        *,
+        expand: int = 0,
     ) -> list[Hit]:
         """Async :meth:`search`, embedding the query with the model's async API."""
         check_search_options(options)
@@ -97,17 +92,8 @@ class MemoryBridge:
             return []
         if vector is None and query is not None:
             vector = await self.aembed_query(query)
-        if options.get("where_document") is not None:
-            return await run_in_executor(None, self.search, query, vector, k, filter, options)
-        return await self.memory.asearch(
-            query,
-            k=k,
-            filter=filter,
-            vector=vector,
-            n_probe=options.get("n_probe"),
-            entity_boost=options.get("entity_boost"),
-            lexical_weight=options.get("lexical_weight"),
-            current_only=bool(options.get("current_only", False)),
+        return await run_in_executor(
+            None, partial(self.search, query, vector, k, filter, options, expand=expand)
         )
 
     def mmr(
@@ -120,14 +106,22 @@ class MemoryBridge:
         filter: dict[str, Any] | None,
         options: Mapping[str, Any],
     ) -> list[Hit]:
-        """``fetch_k`` hits by similarity, then ``k`` of them picked by MMR."""
+        """``fetch_k`` hits by similarity, then ``k`` of them picked by MMR (one engine call)."""
         check_mmr(k, lambda_mult)
+        check_search_options(options)
         if self.empty:
             return []
-        if vector is None:
-            vector = self.memory.embed_query(query or "")
-        hits = self.search(query, vector, max(k, fetch_k), filter, options)
-        return self.pick_mmr(hits, vector, k, lambda_mult)
+        if vector is None and query is None:
+            raise EmptyTextError("the query is empty", hint="pass a non-empty query")
+        return self.memory.search(
+            query,
+            k=k,
+            filter=filter,
+            vector=vector,
+            mmr_lambda=lambda_mult,
+            fetch_k=max(k, fetch_k, 1),
+            **self._engine(filter, options),
+        )
 
     async def ammr(
         self,
@@ -139,32 +133,33 @@ class MemoryBridge:
         filter: dict[str, Any] | None,
         options: Mapping[str, Any],
     ) -> list[Hit]:
-        """Async :meth:`mmr`."""
+        """Async :meth:`mmr`, embedding the query with the model's async API."""
         check_mmr(k, lambda_mult)
         if self.empty:
             return []
         if vector is None:
             vector = await self.aembed_query(query or "")
-        hits = await self.asearch(query, vector, max(k, fetch_k), filter, options)
-        return await run_in_executor(None, self.pick_mmr, hits, vector, k, lambda_mult)
+        return await run_in_executor(
+            None, self.mmr, query, vector, k, fetch_k, lambda_mult, filter, options
+        )
 
-    def pick_mmr(self, hits: list[Hit], vector: Any, k: int, lambda_mult: float) -> list[Hit]:
-        """Up to ``k`` of ``hits`` chosen by MMR against the query ``vector``."""
-        if not hits:
-            return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        query = query / np.linalg.norm(query)
-        candidates = self.memory.get_vectors([h.id for h in hits])
-        return [hits[i] for i in maximal_marginal_relevance(query, candidates, k, lambda_mult)]
+    def _engine(self, filter: dict[str, Any] | None, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The store's search options as the engine's keyword arguments.
 
-    def _restriction(
-        self, filter: dict[str, Any] | None, options: Mapping[str, Any]
-    ) -> list[str] | None:
-        """Ids of the cells passing ``where_document`` and the metadata filter, if any."""
+        A ``where_document`` filter (a test on the text) becomes the ids of the cells whose
+        text passes; the engine scores exactly those (the metadata filter still applies).
+        """
         keep = compile_document_filter(options.get("where_document"))
-        if keep is None:
-            return None
-        return [c.id for c in self.memory.get(filter=filter) if keep(c.text)]
+        restricted = None
+        if keep is not None:
+            restricted = [c.id for c in self.memory.get(filter=filter) if keep(c.text)]
+        return {
+            "ids": restricted,
+            "n_probe": options.get("n_probe"),
+            "entity_boost": options.get("entity_boost"),
+            "lexical_weight": options.get("lexical_weight"),
+            "current_only": bool(options.get("current_only", False)),
+        }
 
     def distances(
         self, hits: list[Hit], query: str | None, options: Mapping[str, Any]

@@ -35,7 +35,7 @@ from magnetic_core._sleep.review import (
     ContradictionReport,
     plan_calls,
 )
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.errors import WrongTypeError
 from magnetic_langchain.structured import ainvoke_structured, invoke_structured
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
@@ -169,23 +169,23 @@ def create_consolidation_chain(
     """
     mem = memory.memory if isinstance(memory, MagneticVectorStore) else memory
     if not isinstance(mem, MagneticMemory):
-        raise TypeError(f"expected a MagneticMemory or store, got {type(memory).__name__}")
-    try:
-        worker = Consolidator(
-            mem,
-            check=check,
-            max_groups=max_groups,
-            cells_per_call=cells_per_call,
-            neighbours=neighbours,
-            sleep=sleep,
-            merge_threshold=merge_threshold,
+        raise WrongTypeError(
+            f"expected a MagneticMemory or store, got {type(memory).__name__}",
+            hint="pass the memory or the MagneticVectorStore to consolidate",
         )
-    except InvalidInputError as e:
-        raise ValueError(e.message) from e
+    worker = Consolidator(
+        mem,
+        check=check,
+        max_groups=max_groups,
+        cells_per_call=cells_per_call,
+        neighbours=neighbours,
+        sleep=sleep,
+        merge_threshold=merge_threshold,
+    )
 
     def threshold(inputs: Mapping[str, Any] | None) -> float | None:
         if inputs is not None and not isinstance(inputs, Mapping):
-            raise TypeError(f"the chain takes a dict or None, got {type(inputs).__name__}")
+            raise WrongTypeError(f"the chain takes a dict or None, got {type(inputs).__name__}")
         return (inputs or {}).get("merge_threshold")
 
     def run(inputs: Mapping[str, Any] | None, config: RunnableConfig) -> ConsolidationResult:

@@ -1,6 +1,8 @@
 """Turning engine results into LangChain Documents: metadata keys, relevance, MMR.
 
-The one distance-to-relevance mapping of the LangChain integration lives here:
+The group metadata keys (``magnetic_group_id``, ``magnetic_group_label``,
+``magnetic_expanded_from``) are the core's (:mod:`magnetic_core.types`), shared with the
+LlamaIndex adapter. The one distance-to-relevance mapping of the LangChain integration lives here:
 the engine scores by cosine similarity ``s`` in [-1, 1]; LangChain's "score" is the cosine
 distance ``d = 1 - s`` in [0, 2]; relevance is ``1 - d / 2`` in [0, 1].
 """
@@ -21,6 +23,7 @@ from magnetic_core._sleep.supersession import (
     SUPERSEDES_KEY,
     link_metadata,
 )
+from magnetic_core.types import EXPANDED_FROM_KEY, GROUP_ID_KEY, GROUP_LABEL_KEY
 
 __all__ = [
     "CONTRADICTIONS_KEY",
@@ -38,14 +41,8 @@ __all__ = [
     "relevance_from_distance",
 ]
 
-GROUP_ID_KEY = "magnetic_group_id"
-"""Metadata key of a result's concept group id (only when group metadata is asked for)."""
-GROUP_LABEL_KEY = "magnetic_group_label"
-"""Metadata key of a result's concept group label (only when group metadata is asked for)."""
 SCORE_KEY = "magnetic_score"
 """Metadata key of a retriever hit's cosine similarity to the query."""
-EXPANDED_FROM_KEY = "magnetic_expanded_from"
-"""Metadata key set on a retriever's group expansion: the id of the hit it expands."""
 
 
 def cosine_distance(similarity: float) -> float:

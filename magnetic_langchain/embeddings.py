@@ -14,6 +14,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from magnetic_core.embeddings import Embedder, OllamaEmbedder
+from magnetic_core.errors import InvalidInputError, WrongTypeError
 
 __all__ = [
     "LangChainEmbedder",
@@ -77,12 +78,12 @@ class LangChainEmbedder:
         query_prefix: str = "",
     ) -> None:
         if not isinstance(embeddings, Embeddings):
-            raise TypeError(
-                f"expected a LangChain Embeddings, got {type(embeddings).__name__}; "
-                "wrap core embedders directly with MagneticMemory(embedder=...)"
+            raise WrongTypeError(
+                f"expected a LangChain Embeddings, got {type(embeddings).__name__}",
+                hint="wrap core embedders directly with MagneticMemory(embedder=...)",
             )
         if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim < 1):
-            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+            raise InvalidInputError(f"dim must be a positive integer, got {dim!r}")
         self.embeddings = embeddings
         self._dim = dim
         self._name = name or embedder_name(embeddings)

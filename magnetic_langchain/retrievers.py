@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,16 +11,13 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field
 
-from magnetic_core import Cell, Hit, InvalidInputError, compile_filter
+from magnetic_core import Hit
 from magnetic_langchain.documents import EXPANDED_FROM_KEY, SCORE_KEY, cell_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
 __all__ = ["MagneticRetriever"]
-
-logger = logging.getLogger(__name__)
 
 
 class MagneticRetriever(BaseRetriever):
@@ -82,8 +78,7 @@ class MagneticRetriever(BaseRetriever):
         expand: int | None = None,
     ) -> list[Document]:
         k, filter, expand = self._settings(k, filter, expand)
-        hits = self.store.search_hits(query, k=k, filter=filter)
-        return self._assemble(hits, filter, expand)
+        return self._documents(self.store.search_hits(query, k=k, filter=filter, expand=expand))
 
     async def _aget_relevant_documents(
         self,
@@ -95,53 +90,24 @@ class MagneticRetriever(BaseRetriever):
         expand: int | None = None,
     ) -> list[Document]:
         k, filter, expand = self._settings(k, filter, expand)
-        hits = await self.store.asearch_hits(query, k=k, filter=filter)
-        if not expand:
-            return self._assemble(hits, filter, 0)
-        return await run_in_executor(None, self._assemble, hits, filter, expand)
+        hits = await self.store.asearch_hits(query, k=k, filter=filter, expand=expand)
+        return self._documents(hits)
 
     def _settings(
         self, k: int | None, filter: dict[str, Any] | None, expand: int | None
     ) -> tuple[int, dict[str, Any] | None, int]:
         k = self.k if k is None else k
         expand = self.expand if expand is None else expand
-        if not isinstance(expand, int) or isinstance(expand, bool) or expand < 0:
-            raise ValueError(f"expand must be a non-negative integer, got {expand!r}")
         return k, self.filter if filter is None else filter, expand
 
-    def _assemble(
-        self, hits: Sequence[Hit], filter: dict[str, Any] | None, expand: int
-    ) -> list[Document]:
-        shown = {hit.id for hit in hits}
+    def _documents(self, hits: Sequence[Hit]) -> list[Document]:
+        """Hits (expansions after their hit, as the engine orders them) as Documents."""
         out: list[Document] = []
         for hit in hits:
             label = hit.group_label if self.include_group_metadata else None
-            extra = {SCORE_KEY: hit.score} if self.include_group_metadata else None
+            if hit.expanded_from is not None:
+                extra: dict[str, Any] | None = {EXPANDED_FROM_KEY: hit.expanded_from}
+            else:
+                extra = {SCORE_KEY: hit.score} if self.include_group_metadata else None
             out.append(cell_to_document(hit.cell, group_label=label, extra=extra))
-            if expand:
-                for cell in self._expansion(hit, filter, expand, shown):
-                    out.append(
-                        cell_to_document(cell, group_label=label, extra={EXPANDED_FROM_KEY: hit.id})
-                    )
         return out
-
-    def _expansion(
-        self, hit: Hit, filter: dict[str, Any] | None, expand: int, shown: set[str]
-    ) -> list[Cell]:
-        """Up to ``expand`` cells of the hit's group not shown yet, closest to centroid first."""
-        memory = self.store.memory
-        try:
-            candidates = [c for c in memory.group(hit.group_id).cell_ids if c not in shown]
-        except InvalidInputError:
-            # The group was merged or emptied since the search; the hit stands alone.
-            logger.debug("group %s vanished before expansion", hit.group_id)
-            return []
-        predicate = compile_filter(filter)
-        picked: list[Cell] = []
-        for cell in memory.get(candidates):
-            if predicate is None or predicate(cell.metadata):
-                picked.append(cell)
-                shown.add(cell.id)
-                if len(picked) == expand:
-                    break
-        return picked

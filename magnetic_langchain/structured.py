@@ -35,10 +35,10 @@ from pydantic import BaseModel
 from magnetic_core._sleep.llm_json import (
     LLMError,
     LLMUnavailableError,
+    Repair,
     StructuredOutputError,
     format_instructions,
     is_unreachable,
-    parse_model_json,
 )
 
 __all__ = [
@@ -152,17 +152,12 @@ async def ainvoke_structured(
         if parsed is not None:
             return parsed
     conversation = _instructed(conversation, schema)
+    repair = Repair(schema, retries)
     raw = first_raw if first_raw is not None else _text(await _acall(llm, conversation, config))
-    for attempt in range(retries + 1):
-        try:
-            return parse_model_json(raw, schema)
-        except StructuredOutputError as e:
-            if attempt == retries:
-                raise _final(e, raw, retries) from e
-            logger.info("structured answer did not parse (%s); asking again", e.message)
-            conversation = _corrected(conversation, schema, raw, e)
-            raw = _text(await _acall(llm, conversation, config))
-    raise AssertionError("unreachable")  # pragma: no cover
+    while (parsed := repair.parse(raw)) is None:
+        conversation = _corrected(conversation, raw, repair)
+        raw = _text(await _acall(llm, conversation, config))
+    return parsed
 
 
 def _with_retries(
@@ -174,25 +169,12 @@ def _with_retries(
     *,
     first_raw: str | None = None,
 ) -> S:
+    repair = Repair(schema, retries)
     raw = first_raw if first_raw is not None else _text(_call(llm, conversation, config))
-    for attempt in range(retries + 1):
-        try:
-            return parse_model_json(raw, schema)
-        except StructuredOutputError as e:
-            if attempt == retries:
-                raise _final(e, raw, retries) from e
-            logger.info("structured answer did not parse (%s); asking again", e.message)
-            conversation = _corrected(conversation, schema, raw, e)
-            raw = _text(_call(llm, conversation, config))
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _final(error: StructuredOutputError, raw: str, retries: int) -> StructuredOutputError:
-    return StructuredOutputError(
-        f"{error.message} (after {retries} retr{'y' if retries == 1 else 'ies'})",
-        raw=raw,
-        hint="use a model that follows JSON instructions better, or one with structured output",
-    )
+    while (parsed := repair.parse(raw)) is None:
+        conversation = _corrected(conversation, raw, repair)
+        raw = _text(_call(llm, conversation, config))
+    return parsed
 
 
 def _as_messages(messages: Any) -> list[BaseMessage]:
@@ -212,17 +194,10 @@ def _instructed(conversation: list[BaseMessage], schema: type[BaseModel]) -> lis
 
 
 def _corrected(
-    conversation: Sequence[BaseMessage],
-    schema: type[BaseModel],
-    raw: str,
-    error: StructuredOutputError,
+    conversation: Sequence[BaseMessage], raw: str, repair: Repair[Any]
 ) -> list[BaseMessage]:
     """The conversation plus the model's failed answer and what was wrong with it."""
-    feedback = (
-        f"Your answer could not be used: {error.message}. Reply again with only one JSON "
-        f"object that conforms to the schema of {schema.__name__}: no prose, no code fence."
-    )
-    return [*conversation, AIMessage(raw or "(empty answer)"), HumanMessage(feedback)]
+    return [*conversation, AIMessage(raw or "(empty answer)"), HumanMessage(repair.feedback)]
 
 
 def _from_native(answer: Any, schema: type[S]) -> tuple[S | None, str]:

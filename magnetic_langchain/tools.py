@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from magnetic_core import Cell, Hit, MagneticError
 from magnetic_core._sleep.supersession import describe_links
+from magnetic_core.errors import WrongTypeError
 from magnetic_langchain.documents import cell_to_document, hit_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
@@ -322,7 +323,7 @@ def create_memory_tools(
         ```
     """
     if not isinstance(store, MagneticVectorStore):
-        raise TypeError(f"expected a MagneticVectorStore, got {type(store).__name__}")
+        raise WrongTypeError(f"expected a MagneticVectorStore, got {type(store).__name__}")
     return [
         SearchMemoryTool(store=store),
         StoreMemoryTool(

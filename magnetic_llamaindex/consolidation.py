@@ -30,10 +30,9 @@ from magnetic_core._sleep.consolidate import (
 from magnetic_core._sleep.llm_json import (
     LLMError,
     LLMUnavailableError,
-    StructuredOutputError,
+    Repair,
     format_instructions,
     is_unreachable,
-    parse_model_json,
 )
 from magnetic_core._sleep.review import Call, Contradiction, ContradictionReport, plan_calls
 from magnetic_core.errors import InvalidInputError
@@ -105,35 +104,36 @@ def predict_structured(
             logger.info("native structured output failed (%s); parsing the chat text", e)
         except Exception as e:
             raise _error(e) from e
-    system = ChatMessage(role="system", content=format_instructions(schema))
-    chat = [system, *chat]
-    for attempt in range(retries + 1):
-        try:
-            raw = llm.chat(chat).message.content or ""
-        except Exception as e:
-            raise _error(e) from e
-        try:
-            return parse_model_json(raw, schema)
-        except StructuredOutputError as e:
-            if attempt == retries:
-                raise
-            chat = _with_retry(chat, raw, e)
-    raise AssertionError("unreachable")  # pragma: no cover
+    chat = [ChatMessage(role="system", content=format_instructions(schema)), *chat]
+    repair = Repair(schema, retries)
+    while (parsed := repair.parse(raw := _answer(llm.chat, chat))) is None:
+        chat = _with_retry(chat, raw, repair)
+    return parsed
 
 
-def _with_retry(
-    chat: list[ChatMessage], raw: str, error: StructuredOutputError
-) -> list[ChatMessage]:
+def _with_retry(chat: list[ChatMessage], raw: str, repair: Repair[Any]) -> list[ChatMessage]:
     """The conversation again, with the unusable answer and the parse error shown to the model."""
     return [
         *chat,
         ChatMessage(role="assistant", content=raw or "(empty answer)"),
-        ChatMessage(
-            role="user",
-            content=f"Your answer could not be used: {error.message}. "
-            "Reply again with only the JSON object.",
-        ),
+        ChatMessage(role="user", content=repair.feedback),
     ]
+
+
+def _answer(chat_call: Any, chat: list[ChatMessage]) -> str:
+    """The text of one chat call; a failure of the model is an LLMError."""
+    try:
+        return chat_call(chat).message.content or ""
+    except Exception as e:
+        raise _error(e) from e
+
+
+async def _aanswer(llm: LLM, chat: list[ChatMessage]) -> str:
+    """Async :func:`_answer`."""
+    try:
+        return (await llm.achat(chat)).message.content or ""
+    except Exception as e:
+        raise _error(e) from e
 
 
 async def apredict_structured(
@@ -149,18 +149,10 @@ async def apredict_structured(
         except Exception as e:
             raise _error(e) from e
     chat = [ChatMessage(role="system", content=format_instructions(schema)), *chat]
-    for attempt in range(retries + 1):
-        try:
-            raw = (await llm.achat(chat)).message.content or ""
-        except Exception as e:
-            raise _error(e) from e
-        try:
-            return parse_model_json(raw, schema)
-        except StructuredOutputError as e:
-            if attempt == retries:
-                raise
-            chat = _with_retry(chat, raw, e)
-    raise AssertionError("unreachable")  # pragma: no cover
+    repair = Repair(schema, retries)
+    while (parsed := repair.parse(raw := await _aanswer(llm, chat))) is None:
+        chat = _with_retry(chat, raw, repair)
+    return parsed
 
 
 def consolidate(

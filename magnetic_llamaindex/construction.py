@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
+from magnetic_core._store.deferred import DeferredMemory
 from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
@@ -17,7 +19,9 @@ from magnetic_llamaindex.embeddings import (
     PrecomputedEmbedder,
 )
 
-__all__ = ["engine_embedder", "no_extra_kwargs", "refuse_with_memory"]
+__all__ = ["engine_embedder", "no_extra_kwargs", "open_store_memory", "refuse_with_memory"]
+
+DEFAULT_PATH = "./magnetic_memory"
 
 
 def refuse_with_memory(memory: MagneticMemory, settings: Mapping[str, Any]) -> None:
@@ -32,6 +36,47 @@ def refuse_with_memory(memory: MagneticMemory, settings: Mapping[str, Any]) -> N
             f"the store was given a memory and also {', '.join(given)}",
             hint="pass either memory, or the settings to open one (the memory has its own)",
         )
+
+
+def open_store_memory(
+    memory: MagneticMemory | None, settings: Mapping[str, Any]
+) -> tuple[MagneticMemory | None, DeferredMemory | None, bool]:
+    """The memory a store serves: ``(memory, deferred, owned)``.
+
+    A memory passed in (no other setting allowed), a memory opened from the settings
+    (``dim`` or ``embed_model`` known), or a :class:`DeferredMemory` that opens once the
+    first nodes tell the dimension.
+    """
+    path, client = settings["path"], settings["client"]
+    namespace, config = settings["namespace"] or "default", settings["config"]
+    if memory is not None:
+        refuse_with_memory(memory, settings)
+        return memory, None, False
+    if path is not None and client is not None:
+        raise InvalidInputError(
+            "the store was given both path and client", hint="pass only one of them"
+        )
+    where = os.fspath(path) if path is not None else DEFAULT_PATH
+    name = settings["embedder_name"]
+    if settings["dim"] is None and settings["embed_model"] is None:
+        deferred = DeferredMemory(
+            path=where,
+            client=client,
+            namespace=namespace,
+            config=config,
+            make_embedder=lambda d, stored: PrecomputedEmbedder(
+                d, stored or name or PRECOMPUTED_NAME
+            ),
+        )
+        return None, deferred, True
+    mem = MagneticMemory(
+        path=where,
+        namespace=namespace,
+        embedder=engine_embedder(settings["dim"], name, settings["embed_model"]),
+        config=config,
+        client=client,
+    )
+    return mem, None, True
 
 
 def engine_embedder(

@@ -12,7 +12,8 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 
 from magnetic_core.errors import FilterError, InvalidInputError
 from magnetic_core.filters import Predicate, compile_filter
-from magnetic_llamaindex.filters import all_of, to_predicate
+from magnetic_core.validators import check_int
+from magnetic_llamaindex.filters import to_where
 from magnetic_llamaindex.nodes import REF_DOC_ID
 from magnetic_llamaindex.ranking import DEFAULT_MMR_THRESHOLD, check_mmr_threshold
 
@@ -112,9 +113,7 @@ def plan_query(
 
 def check_count(name: str, value: Any, low: int) -> int:
     """Return ``value`` if it is an integer >= ``low`` (not a bool), else raise naming it."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
+    return int(check_int(value, name, low=low))
 
 
 def id_list(node_ids: Sequence[str] | None) -> list[str] | None:
@@ -127,17 +126,30 @@ def id_list(node_ids: Sequence[str] | None) -> list[str] | None:
 
 
 def _predicate(query: VectorStoreQuery, where: Any) -> Predicate | None:
+    """One compiled filter: the query's filters (or ``where``) and its ``doc_ids``."""
     if query.filters is not None and where is not None:
         raise FilterError(
             "the filter was given two ways: query.filters and where=",
             hint="pass only one of them",
         )
-    doc_ids = frozenset(id_list(query.doc_ids) or ())
-    return all_of(
-        to_predicate(query.filters),
-        compile_filter(where),
-        (lambda meta: meta.get(REF_DOC_ID) in doc_ids) if doc_ids else None,
-    )
+    doc_ids = sorted(set(id_list(query.doc_ids) or ()))
+    parts = [
+        w
+        for w in (
+            to_where(query.filters),
+            where,
+            {REF_DOC_ID: {"$in": doc_ids}} if doc_ids else None,
+        )
+        if w
+    ]
+    if len(parts) > 1 and any(not isinstance(w, Mapping) for w in parts):
+        raise FilterError(
+            "where= must be a dict when the query also has doc_ids",
+            hint='use the Chroma syntax, e.g. where={"year": {"$gte": 2020}}',
+        )
+    if not parts:
+        return None
+    return compile_filter(parts[0] if len(parts) == 1 else {"$and": parts})
 
 
 def _query_vector(

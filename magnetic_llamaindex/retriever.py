@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
@@ -15,7 +13,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.types import Cell, GroupInfo, Hit
+from magnetic_core.types import EXPANDED_FROM_KEY, GROUP_ID_KEY, GROUP_LABEL_KEY, Hit
 from magnetic_llamaindex.embeddings import embed_query_text
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.nodes import cell_to_node, link_node_metadata
@@ -24,11 +22,6 @@ from magnetic_llamaindex.vector_store import MagneticVectorStore
 
 __all__ = ["EXPANDED_FROM_KEY", "GROUP_ID_KEY", "GROUP_LABEL_KEY", "MagneticRetriever"]
 
-logger = logging.getLogger(__name__)
-
-GROUP_ID_KEY = "magnetic_group_id"
-GROUP_LABEL_KEY = "magnetic_group_label"
-EXPANDED_FROM_KEY = "magnetic_expanded_from"
 _ADDED_KEYS = (GROUP_ID_KEY, GROUP_LABEL_KEY, EXPANDED_FROM_KEY)
 
 
@@ -133,36 +126,15 @@ class MagneticRetriever(BaseRetriever):
             vector=vector,
             k=self._k,
             filter=self._predicate,
+            expand=self._expand,
             n_probe=self._n_probe,
             entity_boost=self._entity_boost,
             lexical_weight=self._lexical_weight,
         )
-        if not self._expand:
-            return [_scored(h.cell, h.score, h.group_id, h.group_label) for h in hits]
-        q = np.asarray(vector, dtype=np.float32)
-        q = q / np.linalg.norm(q)  # search() above refused zero and non-finite vectors
-        return self._with_expansions(hits, q)
-
-    def _with_expansions(self, hits: list[Hit], q: np.ndarray) -> list[NodeWithScore]:
-        results = [_scored(h.cell, h.score, h.group_id, h.group_label) for h in hits]
-        seen = {h.id for h in hits}
-        groups: dict[str, GroupInfo] = {}
-        for hit in hits:
-            try:
-                if hit.group_id not in groups:
-                    groups[hit.group_id] = self._memory.group(hit.group_id)
-                info = groups[hit.group_id]
-                others = [c for c in info.cell_ids if c not in seen]
-                cells = self._memory.get(ids=others, filter=self._predicate, limit=self._expand)
-                scores = self._memory.get_vectors([c.id for c in cells]) @ q
-            except InvalidInputError as e:
-                # A concurrent write regrouped or deleted cells since the search ran.
-                logger.debug("cannot expand hit %r: %s", hit.id, e)
-                continue
-            for cell, score in zip(cells, scores):
-                seen.add(cell.id)
-                results.append(_scored(cell, float(score), info.id, info.label, hit.id))
-        return results
+        # The engine puts each hit's expansions right after it; LlamaIndex users get the
+        # hits first, then the expansions in hit order (a stable sort keeps both orders).
+        hits.sort(key=lambda h: h.expanded_from is not None)
+        return [_scored(h) for h in hits]
 
 
 def _check_weight(name: str, value: float | None) -> float | None:
@@ -174,15 +146,13 @@ def _check_weight(name: str, value: float | None) -> float | None:
     return float(value)
 
 
-def _scored(
-    cell: Cell, score: float, group_id: str, label: str, expanded_from: str | None = None
-) -> NodeWithScore:
-    node = cell_to_node(cell)
-    node.metadata[GROUP_ID_KEY] = group_id
-    node.metadata[GROUP_LABEL_KEY] = label
-    if expanded_from is not None:
-        node.metadata[EXPANDED_FROM_KEY] = expanded_from
-    link_node_metadata(node, cell)
+def _scored(hit: Hit) -> NodeWithScore:
+    node = cell_to_node(hit.cell)
+    node.metadata[GROUP_ID_KEY] = hit.group_id
+    node.metadata[GROUP_LABEL_KEY] = hit.group_label
+    if hit.expanded_from is not None:
+        node.metadata[EXPANDED_FROM_KEY] = hit.expanded_from
+    link_node_metadata(node, hit.cell)
     excluded = node.excluded_embed_metadata_keys
     node.excluded_embed_metadata_keys = [*excluded, *(k for k in _ADDED_KEYS if k not in excluded)]
-    return NodeWithScore(node=node, score=score)
+    return NodeWithScore(node=node, score=hit.score)

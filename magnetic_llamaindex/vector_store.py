@@ -22,23 +22,18 @@ from magnetic_core._store.deferred import DeferredMemory
 from magnetic_core.config import MemoryConfig
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.types import Cell
-from magnetic_llamaindex.construction import engine_embedder, no_extra_kwargs, refuse_with_memory
+from magnetic_llamaindex.construction import no_extra_kwargs, open_store_memory
 from magnetic_llamaindex.embeddings import (
-    PRECOMPUTED_NAME,
-    PrecomputedEmbedder,
     embed_query_text,
 )
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.nodes import REF_DOC_ID, cell_to_node, nodes_to_records
-from magnetic_llamaindex.plan import QueryPlan, id_list, plan_query
-from magnetic_llamaindex.ranking import maximal_marginal_relevance
+from magnetic_llamaindex.plan import id_list, plan_query
 
 __all__ = ["MagneticVectorStore"]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PATH = "./magnetic_memory"
 
 
 class MagneticVectorStore(BasePydanticVectorStore):
@@ -156,39 +151,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
             "embed_model": embed_model,
             "config": config,
         }
-        deferred = None
-        mem: MagneticMemory | None
-        if memory is not None:
-            refuse_with_memory(memory, settings)
-            mem, owns = memory, False
-        elif dim is None and embed_model is None:
-            if path is not None and client is not None:
-                raise InvalidInputError(
-                    "the store was given both path and client", hint="pass only one of them"
-                )
-            deferred = DeferredMemory(
-                path=os.fspath(path) if path is not None else DEFAULT_PATH,
-                client=client,
-                namespace=namespace or "default",
-                config=config,
-                make_embedder=lambda d, name: PrecomputedEmbedder(
-                    d, name or embedder_name or PRECOMPUTED_NAME
-                ),
-            )
-            mem, owns = None, True
-        else:
-            if path is not None and client is not None:
-                raise InvalidInputError(
-                    "the store was given both path and client", hint="pass only one of them"
-                )
-            mem = MagneticMemory(
-                path=os.fspath(path) if path is not None else DEFAULT_PATH,
-                namespace=namespace or "default",
-                embedder=engine_embedder(dim, embedder_name, embed_model),
-                config=config,
-                client=client,
-            )
-            owns = True
+        mem, deferred, owns = open_store_memory(memory, settings)
         try:
             ns = mem.namespace if mem is not None else namespace or "default"
             super().__init__(namespace=ns, **kwargs)  # type: ignore[call-arg]
@@ -355,27 +318,20 @@ class MagneticVectorStore(BasePydanticVectorStore):
             return VectorStoreQueryResult(
                 nodes=[cell_to_node(c) for c in cells], ids=[c.id for c in cells]
             )
-        cells, scores = self._candidates(plan, plan.fetch_k if plan.mmr else plan.k)
-        if plan.mmr and cells:
-            vectors = mem.get_vectors([c.id for c in cells])
-            order = maximal_marginal_relevance(plan.vector, vectors, plan.k, plan.mmr_threshold)
-            cells, scores = [cells[i] for i in order], [scores[i] for i in order]
-        return VectorStoreQueryResult(
-            nodes=[cell_to_node(c) for c in cells],
-            similarities=scores,
-            ids=[c.id for c in cells],
+        hits = mem.search(
+            vector=plan.vector,
+            k=plan.k,
+            filter=plan.predicate,
+            ids=plan.node_ids,
+            n_probe=plan.n_probe,
+            mmr_lambda=plan.mmr_threshold if plan.mmr else None,
+            fetch_k=max(plan.fetch_k, 1),
         )
-
-    def _candidates(self, plan: QueryPlan, k: int) -> tuple[list[Cell], list[float]]:
-        """The best ``k`` cells for the plan (exact scores over ``node_ids`` if given)."""
-        mem = self.memory
-        vector = plan.vector
-        if plan.node_ids is None:
-            hits = mem.search(vector=vector, k=k, filter=plan.predicate, n_probe=plan.n_probe)
-            return [h.cell for h in hits], [h.score for h in hits]
-        allowed = [c.id for c in mem.get(ids=plan.node_ids, filter=plan.predicate)]
-        hits = mem.search_among(allowed, k=k, vector=vector) if allowed else []
-        return [h.cell for h in hits], [h.score for h in hits]
+        return VectorStoreQueryResult(
+            nodes=[cell_to_node(h.cell) for h in hits],
+            similarities=[h.score for h in hits],
+            ids=[h.id for h in hits],
+        )
 
     # -- async twins -----------------------------------------------------------------
     async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:

@@ -170,9 +170,9 @@ def chroma_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     if name == "local":
         return Backend("local", None)
     backend = Backend("server", request.getfixturevalue("chroma_server"))
-    import magnetic_core.memory
+    import magnetic_core._store.lifecycle
 
-    monkeypatch.setattr(magnetic_core.memory, "open_client", backend.client)
+    monkeypatch.setattr(magnetic_core._store.lifecycle, "open_client", backend.client)
     return backend
 
 

@@ -29,7 +29,7 @@ from magnetic_core._sleep.review import (
     conclude,
     plan_calls,
 )
-from magnetic_core.errors import InvalidInputError, MagneticError
+from magnetic_core.errors import InvalidInputError, MagneticError, WrongTypeError
 from magnetic_core.types import SleepReport
 
 __all__ = ["ConsolidationResult", "Consolidator", "aask_each", "ask_each", "raise_failures"]
@@ -130,7 +130,7 @@ def as_facts(items: Sequence[Any]) -> list[Fact]:
         elif isinstance(item, (tuple, list)) and len(item) in (2, 3):
             facts.append(Fact(str(item[0]), str(item[1]), *(item[2:])))
         else:
-            raise TypeError(f"a fact is (id, text) or (id, text, timestamp), got {item!r}")
+            raise WrongTypeError(f"a fact is (id, text) or (id, text, timestamp), got {item!r}")
     return facts
 
 

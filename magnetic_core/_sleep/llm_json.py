@@ -17,8 +17,9 @@ library, then validates the result against a pydantic schema.
 from __future__ import annotations
 
 import json
+import logging
 import re
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,6 +28,7 @@ from magnetic_core.errors import MagneticError, MissingDependencyError
 __all__ = [
     "LLMError",
     "LLMUnavailableError",
+    "Repair",
     "StructuredOutputError",
     "format_instructions",
     "is_unreachable",
@@ -35,6 +37,8 @@ __all__ = [
 ]
 
 S = TypeVar("S", bound=BaseModel)
+
+logger = logging.getLogger(__name__)
 
 _THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
 _OPEN_THINK = re.compile(r"^\s*<(think|thinking|reasoning)>.*$", re.DOTALL | re.IGNORECASE)
@@ -119,6 +123,66 @@ def parse_model_json(text: str, schema: type[S]) -> S:
         f"{_short_errors(first_error)}",
         raw=text,
     )
+
+
+class Repair(Generic[S]):
+    """The parse-and-ask-again loop of a structured answer, without the model call.
+
+    Both adapters, sync and async, drive the same loop: hand each answer text to
+    :meth:`parse`; it returns the validated answer, or None when the model should be asked
+    again (show it :attr:`feedback`); after ``retries`` failed retries it raises.
+
+    Args:
+        schema: the pydantic model of the answer.
+        retries: how many times the model may be shown its parse error and asked again.
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> class Answer(BaseModel):
+        ...     ok: bool
+        >>> repair = Repair(Answer, retries=1)
+        >>> repair.parse("no JSON here") is None, repair.feedback[:27]
+        (True, 'Your answer could not be us')
+        >>> repair.parse('{"ok": true}')
+        Answer(ok=True)
+    """
+
+    def __init__(self, schema: type[S], retries: int) -> None:
+        self.schema, self.retries = schema, retries
+        self.attempts = 0
+        self.error: StructuredOutputError | None = None
+
+    def parse(self, raw: str) -> S | None:
+        """The answer in ``raw``, or None to ask again (the last error is :attr:`error`).
+
+        Raises:
+            StructuredOutputError: the last allowed answer could not be used either.
+        """
+        self.attempts += 1
+        try:
+            return parse_model_json(raw, self.schema)
+        except StructuredOutputError as e:
+            if self.attempts > self.retries:
+                n = self.retries
+                raise StructuredOutputError(
+                    f"{e.message} (after {n} retr{'y' if n == 1 else 'ies'})",
+                    raw=raw,
+                    hint="use a model that follows JSON instructions better, or one with "
+                    "structured output",
+                ) from e
+            logger.info("structured answer did not parse (%s); asking again", e.message)
+            self.error = e
+            return None
+
+    @property
+    def feedback(self) -> str:
+        """What to tell the model after an answer that could not be used."""
+        message = self.error.message if self.error is not None else "it was not JSON"
+        return (
+            f"Your answer could not be used: {message}. Reply again with only one JSON "
+            f"object that conforms to the schema of {self.schema.__name__}: no prose, no "
+            "code fence."
+        )
 
 
 def _candidates(text: str) -> list[Any]:

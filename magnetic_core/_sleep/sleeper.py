@@ -156,7 +156,7 @@ class Sleeper:
         gids: list[str],
     ) -> None:
         mem = self.memory
-        journal = SleepJournal(mem._client, mem.namespace)
+        journal = SleepJournal(mem._store, mem.dim)
         journal.begin(moves, uuid.uuid4().hex[:12])
         try:
             with mem._lock.write():
@@ -283,11 +283,11 @@ def _empty_report(before: Stats, dry_run: bool, start: float) -> SleepReport:
 
 def recover(memory: Any) -> dict[str, str]:
     """The moves of an interrupted pass of ``memory``'s namespace (to finish on open)."""
-    return SleepJournal(memory._client, memory.namespace).pending()
+    return SleepJournal(memory._store, memory.dim).pending()
 
 
 def finish_recovery(memory: Any) -> None:
     """After an open replayed a journal: persist the replayed rows, then drop the journal."""
     memory._writeback.cells(counter=memory._clock.tick())
     memory._writeback.groups()
-    SleepJournal(memory._client, memory.namespace).clear()
+    SleepJournal(memory._store, memory.dim).clear()

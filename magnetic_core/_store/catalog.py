@@ -6,9 +6,8 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
+from magnetic_core._store.record import CellRecord
 from magnetic_core._text.lexical import LexicalIndex
 
 __all__ = ["CellRecord", "Catalog"]
@@ -36,19 +35,6 @@ def _labels_concept(term: str) -> bool:
 def _entity_labels(entity: str) -> bool:
     word = entity.lower().replace("\u2019", "'")
     return not _CONTRACTION.match(word) and word not in _LABEL_STOPWORDS
-
-
-@dataclass
-class CellRecord:
-    """The non-vector state of one cell (mutable; turned into a frozen Cell on the way out)."""
-
-    text: str
-    metadata: dict[str, Any]
-    entities: tuple[str, ...]
-    created_at: float
-    updated_at: float
-    contradictions: list[dict[str, Any]] = field(default_factory=list)
-    terms: tuple[str, ...] = ()
 
 
 class Catalog:

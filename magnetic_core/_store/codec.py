@@ -24,9 +24,7 @@ from magnetic_core.validators import check_nested
 
 __all__ = [
     "RESERVED_PREFIX",
-    "decode_metadata",
     "decode_record",
-    "encode_metadata",
     "metadata_from_json",
     "metadata_to_json",
     "validate_metadata",
@@ -128,19 +126,6 @@ def metadata_to_json(metadata: Mapping[str, Any]) -> Any:
 def metadata_from_json(value: Any) -> dict[str, Any]:
     """Inverse of :func:`metadata_to_json`."""
     decoded = _decode_value(value)
-    return decoded if isinstance(decoded, dict) else {}
-
-
-def encode_metadata(metadata: Mapping[str, Any]) -> str:
-    """One JSON string holding ``metadata`` exactly."""
-    return json.dumps(_encode_value(dict(metadata), "metadata"), ensure_ascii=False)
-
-
-def decode_metadata(blob: str | None) -> dict[str, Any]:
-    """Inverse of :func:`encode_metadata`."""
-    if not blob:
-        return {}
-    decoded = _decode_value(json.loads(blob))
     return decoded if isinstance(decoded, dict) else {}
 
 

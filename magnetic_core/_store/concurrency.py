@@ -1,16 +1,51 @@
-"""A readers-writer lock: many concurrent searches, one writer at a time.
+"""Concurrency: a readers-writer lock, and the one way the facade gets its async twins.
 
 A long maintenance pass (sleep mode) takes the lock's *intent* mode: other writers wait,
 readers do not, and the pass takes :meth:`RWLock.write` only for its short in-memory swap.
+
+Every I/O-bound call of :class:`~magnetic_core.MagneticMemory` has an async twin made by
+:func:`async_twin`: the sync call in a worker thread (Chroma's client is synchronous), with
+the sync call's own typed signature, so editors and mypy see the real parameters.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["RWLock"]
+__all__ = ["RWLock", "async_twin"]
+
+_S = TypeVar("_S")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def async_twin(
+    method: Callable[Concatenate[_S, _P], _R],
+) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _R]]:
+    """The async twin of a sync method: the same call, run in a worker thread.
+
+    Example:
+        >>> class Store:
+        ...     def count(self, plus: int = 0) -> int:
+        ...         return 3 + plus
+        ...     acount = async_twin(count)
+        >>> asyncio.run(Store().acount(plus=1))
+        4
+    """
+
+    @functools.wraps(method)
+    async def twin(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    twin.__name__ = f"a{method.__name__}"
+    twin.__qualname__ = twin.__qualname__.rsplit(".", 1)[0] + f".a{method.__name__}"
+    twin.__doc__ = f"Async :meth:`{method.__name__}` (the same call, in a worker thread)."
+    return twin
 
 
 class RWLock:

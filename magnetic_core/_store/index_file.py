@@ -41,9 +41,10 @@ from typing import Any
 import numpy as np
 
 from magnetic_core._index.index import Group, HierIndex
-from magnetic_core._store.catalog import Catalog, CellRecord
-from magnetic_core._store.codec import decode_metadata, encode_metadata
+from magnetic_core._store.catalog import Catalog
+from magnetic_core._store.codec import metadata_from_json, metadata_to_json
 from magnetic_core._store.persistence import ChromaStore
+from magnetic_core._store.record import CellRecord
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.errors import PersistenceError
 
@@ -303,6 +304,10 @@ def _fill(group: Group, ids: list[str], vectors: np.ndarray) -> None:
     group.version = len(ids)
 
 
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _records(catalog: Catalog, ids: list[str]) -> dict[str, np.ndarray]:
     """The cell records as columns; metadata and links (mostly absent) as JSON strings."""
     records = [catalog.records[c] for c in ids]
@@ -313,7 +318,9 @@ def _records(catalog: Catalog, ids: list[str]) -> dict[str, np.ndarray]:
         "updated": np.array([r.updated_at for r in records], np.float64),
         "entity_counts": np.array([len(r.entities) for r in records], np.int64),
         **_blob("entities", entities),
-        **_blob("metas", [encode_metadata(r.metadata) if r.metadata else "" for r in records]),
+        **_blob(
+            "metas", [_json(metadata_to_json(r.metadata)) if r.metadata else "" for r in records]
+        ),
         **_blob(
             "links", [json.dumps(r.contradictions) if r.contradictions else "" for r in records]
         ),
@@ -340,7 +347,7 @@ def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
         start = ends[i]
         records[cid] = CellRecord(
             text=texts[i],
-            metadata=decode_metadata(metas[i]) if metas[i] else {},
+            metadata=metadata_from_json(json.loads(metas[i])) if metas[i] else {},
             entities=ents,
             created_at=created[i],
             updated_at=updated[i],

@@ -11,26 +11,31 @@ settings: it is paid for on every write and never used.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from magnetic_core._store.codec import decode_record, metadata_to_json
+from magnetic_core._store.client import check_namespace, open_client, read_settings, read_stamp
 from magnetic_core._store.rebuild import finish_interrupted, rebuild
+from magnetic_core._store.record import ROW_KEY, StoredCell, decode_row, encode_row
 from magnetic_core.errors import (
     CorruptRecordError,
     EmbedderMismatchError,
-    InvalidInputError,
     PersistenceError,
 )
 
-__all__ = ["ChromaStore", "StoredCell", "open_client", "read_settings", "read_stamp"]
+__all__ = [
+    "ROW_KEY",
+    "SCHEMA_VERSION",
+    "ChromaStore",
+    "StoredCell",
+    "encode_row",
+    "open_client",
+    "read_settings",
+    "read_stamp",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +43,6 @@ SCHEMA_VERSION = 3
 # Schema 2 rows (long field names, every field present) are still read; a schema 2 store is
 # restamped 3 when opened, since the rows written from then on are schema 3.
 _READS = (2, 3)
-ROW_KEY = "_mag"
 # Chroma's HNSW is built on every write but never searched by the engine (search runs on
 # the in-memory hierarchy; Chroma is only asked for rows by id or page). It was once built
 # with 2 links per node to save 5-9% of Chroma's CPU time per cell, but hnswlib's update
@@ -60,80 +64,6 @@ _HINT = (
 )
 # Settings that describe how the store was built; clear() keeps them.
 _STAMP_KEYS = ("mag_embedder", "mag_dim", "mag_schema", "mag_join_threshold")
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,48}[A-Za-z0-9]$|^[A-Za-z0-9]$")
-
-
-@dataclass(frozen=True)
-class StoredCell:
-    """One row of the cells collection, decoded."""
-
-    id: str
-    vector: np.ndarray
-    text: str
-    metadata: dict[str, Any]
-    group_id: str
-    entities: tuple[str, ...]
-    created_at: float
-    updated_at: float
-    seq: int
-    contradictions: tuple[dict[str, Any], ...]
-
-
-def open_client(path: str | os.PathLike[str]) -> Any:
-    """A Chroma PersistentClient at ``path`` (created if missing).
-
-    The path is made absolute first: chromadb caches its clients by the path string, so
-    ``./store`` opened from two working directories would otherwise reach one store.
-    """
-    import chromadb
-
-    path = os.path.abspath(os.path.expanduser(os.fspath(path)))
-    try:
-        return chromadb.PersistentClient(path=path)
-    except Exception as e:
-        raise PersistenceError(f"cannot open a Chroma store at {path!r}: {e}") from e
-
-
-def read_stamp(client: Any, namespace: str) -> tuple[str, int] | None:
-    """The embedder name and dimension a namespace was created with; None if it is new."""
-    try:
-        names = {c if isinstance(c, str) else c.name for c in client.list_collections()}
-        if f"mag-{namespace}-cells" not in names:
-            return None
-        meta = client.get_collection(f"mag-{namespace}-cells").metadata or {}
-    except Exception as e:
-        raise PersistenceError(f"cannot read namespace {namespace!r} in Chroma: {e}") from e
-    if "mag_embedder" not in meta:
-        return None
-    return str(meta["mag_embedder"]), int(meta["mag_dim"])
-
-
-def read_settings(client: Any, namespace: str) -> dict[str, Any] | None:
-    """Everything stamped on a namespace (embedder, dimension, schema, thresholds), or None
-    if the namespace does not exist.
-
-    Read-only: nothing is created, so a caller can choose the embedder before opening.
-
-    Raises:
-        InvalidInputError: the namespace is not a valid name.
-        PersistenceError: Chroma failed.
-    """
-    _check_namespace(namespace)
-    try:
-        names = {getattr(c, "name", c) for c in client.list_collections()}
-        if f"mag-{namespace}-cells" not in names:
-            return None
-        return dict(client.get_collection(f"mag-{namespace}-cells").metadata or {})
-    except Exception as e:
-        raise PersistenceError(f"cannot read namespace {namespace!r} in Chroma: {e}") from e
-
-
-def _check_namespace(namespace: object) -> None:
-    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
-        raise InvalidInputError(
-            f"invalid namespace {namespace!r}",
-            hint="use 1-50 letters, digits, '_' or '-', starting and ending alphanumeric",
-        )
 
 
 class ChromaStore:
@@ -145,7 +75,7 @@ class ChromaStore:
     """
 
     def __init__(self, client: Any, namespace: str) -> None:
-        _check_namespace(namespace)
+        check_namespace(namespace)
         self.client = client
         self.namespace = namespace
         self.cells: Any = None
@@ -253,7 +183,7 @@ class ChromaStore:
                 if meta and WRITER_KEY in meta:
                     continue  # another writer's change counter, not a cell
                 try:
-                    row = _decode_row(cid, vectors[i], got["documents"][i], meta)
+                    row = decode_row(cid, vectors[i], got["documents"][i], meta)
                 except CorruptRecordError as e:  # one bad row must not lock the store
                     logger.warning("skipped a stored cell on load: %s", e)
                     continue
@@ -436,53 +366,3 @@ def _filler(dim: int) -> np.ndarray:
     row = np.zeros((1, dim), np.float32)
     row[0, 0] = 1.0
     return row
-
-
-def encode_row(
-    *,
-    group_id: str,
-    metadata: Mapping[str, Any],
-    entities: Sequence[str],
-    created_at: float,
-    updated_at: float,
-    seq: int,
-    contradictions: Sequence[Mapping[str, Any]],
-) -> dict[str, Any]:
-    """The Chroma metadata of one cell: a single reserved key holding one JSON object.
-
-    One key instead of one per field: Chroma stores each metadata key as its own row, and
-    packing them made persisted ingest about 11% faster here. JSON also keeps floats exact.
-    Field names are one letter and fields holding their default (no metadata, entities or
-    links; updated when created) are left out: Chroma's cost per cell grows with the
-    bytes of its metadata, and this halves a typical record (about 5% of Chroma's time).
-    """
-    record: dict[str, Any] = {"g": group_id, "s": int(seq), "c": float(created_at)}
-    if updated_at != created_at:
-        record["u"] = float(updated_at)
-    if entities:
-        record["e"] = list(entities)
-    if metadata:
-        record["m"] = metadata_to_json(metadata)
-    if contradictions:
-        record["l"] = list(contradictions)
-    return {ROW_KEY: json.dumps(record, ensure_ascii=False, separators=(",", ":"))}
-
-
-def _decode_row(
-    cid: str, vector: np.ndarray, text: str | None, meta: Mapping[str, Any] | None
-) -> StoredCell:
-    record = decode_record(cid, (meta or {}).get(ROW_KEY))
-    if not np.isfinite(vector).all() or not vector.any():
-        raise CorruptRecordError(f"stored cell {cid!r} has a zero or non-finite vector")
-    return StoredCell(
-        id=cid,
-        vector=vector,
-        text=text or "",
-        metadata=record["m"],
-        group_id=record["g"],
-        entities=record["e"],
-        created_at=record["c"],
-        updated_at=record["u"],
-        seq=record["s"],
-        contradictions=record["l"],
-    )

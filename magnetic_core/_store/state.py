@@ -16,7 +16,7 @@ import numpy as np
 
 from magnetic_core._index.calibration import Calibration
 from magnetic_core._index.index import HierIndex
-from magnetic_core._store.catalog import Catalog, CellRecord
+from magnetic_core._store.catalog import Catalog
 from magnetic_core._store.index_file import Snapshot
 from magnetic_core._store.journal import WriterClock
 from magnetic_core._store.persistence import ChromaStore
@@ -124,17 +124,7 @@ def _read_cells(
     for row in store.load():
         gid = replay.get(row.id, row.group_id) if replay else row.group_id
         index.place(row.id, row.vector, gid, row.seq)
-        catalog.put(
-            row.id,
-            CellRecord(
-                text=row.text,
-                metadata=row.metadata,
-                entities=row.entities,
-                created_at=row.created_at,
-                updated_at=row.updated_at,
-                contradictions=list(row.contradictions),
-            ),
-        )
+        catalog.put(row.id, row.record)
     index.finish_placing()
     if replay:
         index.moved.update(c for c in replay if c in index.loc)

@@ -10,7 +10,8 @@ import numpy as np
 
 from magnetic_core._index.index import HierIndex
 from magnetic_core._store.catalog import Catalog
-from magnetic_core._store.persistence import ChromaStore, encode_row
+from magnetic_core._store.persistence import ChromaStore
+from magnetic_core._store.record import encode_row
 from magnetic_core.errors import PersistenceError
 
 __all__ = ["WriteBack"]
@@ -131,15 +132,7 @@ class WriteBack:
 
     def _row(self, cid: str) -> dict[str, Any]:
         record = self.catalog.records[cid]
-        return encode_row(
-            group_id=self.index.loc[cid].gid,
-            metadata=record.metadata,
-            entities=record.entities,
-            created_at=record.created_at,
-            updated_at=record.updated_at,
-            seq=self.index.seq[cid],
-            contradictions=record.contradictions,
-        )
+        return encode_row(record, self.index.loc[cid].gid, self.index.seq[cid])
 
 
 def _same(cached: tuple[int, np.ndarray], size: int, centroid: np.ndarray) -> bool:

@@ -8,7 +8,7 @@ from langchain_ollama import OllamaEmbeddings
 
 from magnetic_langchain import MagneticVectorStore
 from tests.cli.conftest import InProcess, Magnetic
-from tests.langchain.fakes import FakeOllama
+from tests.fake_ollama import FakeOllama
 
 
 def _imported(result_err: str) -> set[str]:

@@ -3,10 +3,7 @@ tool-calling chat model, a minimal agent loop, and a fake Ollama HTTP server."""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -17,8 +14,6 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
-
-from magnetic_core import HashingEmbedder
 
 
 class TableEmbeddings(Embeddings):
@@ -112,78 +107,3 @@ def last_tool_output(messages: list[BaseMessage]) -> str:
     """Content of the most recent tool message."""
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
     return str(tool_messages[-1].content)
-
-
-class FakeOllama:
-    """A tiny Ollama look-alike on 127.0.0.1: ``/api/chat`` (streamed NDJSON) and ``/api/embed``.
-
-    ``/api/chat`` answers from ``script``: each step is a message dict
-    (``{"content": ..., "tool_calls": [{"function": {"name", "arguments"}}]}``) or a
-    callable taking the request body and returning one. Requests are recorded in
-    ``chat_requests``. ``/api/embed`` returns hashing vectors (not semantic).
-    """
-
-    def __init__(self, script: list[Any] | None = None, embed_dim: int = 256) -> None:
-        self.script = list(script or [])
-        self.chat_requests: list[dict[str, Any]] = []
-        self.embed_requests: list[dict[str, Any]] = []
-        self._embedder = HashingEmbedder(dim=embed_dim)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeOllama:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def _chat(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        self.chat_requests.append(body)
-        step = self.script.pop(0)
-        message = {"role": "assistant", "content": "", **(step(body) if callable(step) else step)}
-        head = {"model": body["model"], "created_at": "2026-01-01T00:00:00Z"}
-        final = {**head, "message": {"role": "assistant", "content": ""}, "done": True}
-        final["done_reason"] = "stop"
-        return [{**head, "message": message, "done": False}, final]
-
-    def _embed(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.embed_requests.append(body)
-        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        vectors = self._embedder.embed_documents(inputs)
-        return {"model": body["model"], "embeddings": [list(map(float, v)) for v in vectors]}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if self.path == "/api/chat":
-                    lines = fake._chat(body)
-                    if not body.get("stream", True):
-                        lines = [{**lines[0], "done": True, "done_reason": "stop"}]
-                    payload = "".join(json.dumps(x) + "\n" for x in lines).encode()
-                    kind = "application/x-ndjson"
-                elif self.path == "/api/embed":
-                    payload, kind = json.dumps(fake._embed(body)).encode(), "application/json"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        return Handler

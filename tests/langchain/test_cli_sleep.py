@@ -12,7 +12,7 @@ import pytest
 
 from magnetic_core import HashingEmbedder, MagneticMemory
 from magnetic_langchain.cli import main
-from tests.langchain.fakes import FakeOllama
+from tests.fake_ollama import FakeOllama
 
 MONDAY = "the team meeting is on monday at noon in room four"
 TUESDAY = "the team meeting is on tuesday at noon in room four"

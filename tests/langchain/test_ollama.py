@@ -9,7 +9,8 @@ import pytest
 from langchain_ollama import ChatOllama, OllamaEmbeddings
 
 from magnetic_langchain import MagneticVectorStore, create_memory_tools
-from tests.langchain.fakes import FakeOllama, arun_agent, run_agent
+from tests.fake_ollama import FakeOllama
+from tests.langchain.fakes import arun_agent, run_agent
 
 
 def _answer_from_tool_result(body: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from magnetic_langchain.structured import (
     invoke_structured,
     native_structured,
 )
-from tests.langchain.fakes import FakeOllama, ScriptedChatModel, tool_call
+from tests.fake_ollama import FakeOllama
+from tests.langchain.fakes import ScriptedChatModel, tool_call
 
 
 class Fact(BaseModel):

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from tests.langchain.agent.fake_ollama import numbered_facts
+from tests.fake_ollama import numbered_facts
 
 
 class StoryModel:

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from magnetic_core import HashingEmbedder, MagneticMemory
+from tests.fake_ollama import FakeOllama, call, last_tool_result, say
 from tests.langchain.agent.conftest import Magnetic, cli_command, cli_env
-from tests.langchain.agent.fake_ollama import FakeOllama, call, last_tool_result, say
 
 
 def _open(tmp_path: Path, namespace: str = "default") -> MagneticMemory:

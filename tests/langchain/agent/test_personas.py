@@ -9,8 +9,8 @@ import pytest
 from magnetic_core import HashingEmbedder, MagneticMemory
 from magnetic_langchain.agent.errors import PersonaError
 from magnetic_langchain.agent.personas import BUILTIN_PERSONAS, PersonaBook
+from tests.fake_ollama import FakeOllama, say
 from tests.langchain.agent.conftest import Magnetic
-from tests.langchain.agent.fake_ollama import FakeOllama, say
 
 PIRATE = "You talk like a pirate and call the user matey."
 

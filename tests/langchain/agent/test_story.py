@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from magnetic_core import HashingEmbedder, MagneticMemory
+from tests.fake_ollama import FakeOllama
 from tests.langchain.agent.conftest import Magnetic, cli_command, cli_env
-from tests.langchain.agent.fake_ollama import FakeOllama
 from tests.langchain.agent.story_model import StoryModel
 
 GREEN, BLUE = "Mira's eyes are green.", "Mira's eyes are blue."

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.core.test_sleep import assignment, clustered, open_memory
+from tests.core._sleep.test_sleeper import assignment, clustered, open_memory
 
 CHILD = textwrap.dedent(
     """

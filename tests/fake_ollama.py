@@ -1,4 +1,6 @@
-"""A fake Ollama server on 127.0.0.1 speaking the real HTTP API, playing scripted turns.
+"""The one fake Ollama server of the tests: 127.0.0.1, the real HTTP API, scripted turns.
+
+Shared by the adapter's tests (ChatOllama, OllamaEmbeddings), the agent's and the CLI's.
 
 Endpoints: ``GET /api/tags`` (the pulled models), ``POST /api/show`` (capabilities),
 ``POST /api/chat`` (streamed NDJSON, word by word, with ``tool_calls``; 400 "does not
@@ -44,7 +46,11 @@ def numbered_facts(body: dict[str, Any]) -> dict[int, str]:
 
 
 class FakeOllama:
-    """The server; use as a context manager. ``chat_requests`` records every chat body."""
+    """The server; use as a context manager.
+
+    ``chat_requests`` and ``embed_requests`` record every request body; ``models`` maps the
+    pulled models to their capabilities; ``delay`` slows each chat answer.
+    """
 
     def __init__(
         self,
@@ -52,22 +58,32 @@ class FakeOllama:
         *,
         models: dict[str, list[str]] | None = None,
         delay: float = 0.0,
+        embed_dim: int = 256,
     ) -> None:
         self.script: list[Step] = list(script or [])
         self.models = models or {"qwen2.5:3b": ["completion", "tools"]}
+        # Without a model list, any model name answers (with tools), as a pulled model would.
+        self.any_model = models is None
         self.delay = delay
         self.hide_capabilities = False  # as Ollama servers before capabilities existed
         self.token_delay = 0.0  # seconds between streamed lines, to watch tokens arrive
         self.chat_requests: list[dict[str, Any]] = []
+        self.embed_requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self._embedder = HashingEmbedder(dim=256)
+        self._embedder = HashingEmbedder(dim=embed_dim)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def host(self) -> str:
+        """``host:port`` (as ``OLLAMA_HOST`` takes it)."""
         host, port = self._server.server_address[:2]
         return f"{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` (as ``base_url=`` takes it)."""
+        return f"http://{self.host}"
 
     def __enter__(self) -> FakeOllama:
         self._thread.start()
@@ -78,10 +94,17 @@ class FakeOllama:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def capabilities(self, model: str | None) -> list[str] | None:
+        """What ``model`` can do, or None when it is not pulled."""
+        caps = self.models.get(model or "")
+        if caps is None and self.any_model and model:
+            return ["completion", "tools"]
+        return caps
+
     def chat(self, body: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
         with self.lock:
             self.chat_requests.append(body)
-            caps = self.models.get(body["model"])
+            caps = self.capabilities(body["model"])
             if caps is None:
                 return 404, [{"error": f"model '{body['model']}' not found"}]
             if body.get("tools") and "tools" not in caps:
@@ -167,7 +190,7 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
             if self.path == "/api/show":
-                caps = fake.models.get(body.get("model") or body.get("name"))
+                caps = fake.capabilities(body.get("model") or body.get("name"))
                 if caps is None:
                     self._json(404, {"error": f"model '{body.get('model')}' not found"})
                 else:
@@ -189,6 +212,7 @@ def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
                     merged = {**lines[-1], "message": {**lines[-2]["message"], "content": text}}
                     self._json(200, merged)
             elif self.path == "/api/embed":
+                fake.embed_requests.append(body)
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 vectors = fake._embedder.embed_documents(inputs)
                 self._json(

@@ -1,0 +1,229 @@
+"""The memory's life with its store: open, reload (built aside, swapped whole), close.
+
+:class:`StoreLifecycle` is the part of :class:`~magnetic_core.MagneticMemory` that keeps
+memory equal to storage: every write starts in :meth:`~StoreLifecycle._writing` (the write
+lock, an open and up-to-date memory) and runs its changes in
+:meth:`~StoreLifecycle._guarded` (any failure reloads what is stored, or, when Chroma cannot
+be read, every call refuses until it answers again).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from magnetic_core._sleep.sleeper import finish_recovery, recover
+from magnetic_core._sleep.supersession import superseded_by
+from magnetic_core._store.concurrency import RWLock
+from magnetic_core._store.journal import Journal, WriterClock
+from magnetic_core._store.persistence import ChromaStore, open_client
+from magnetic_core._store.state import load_state, save_snapshot
+from magnetic_core.errors import ClosedError, PersistenceError
+
+if TYPE_CHECKING:
+    from magnetic_core._index.calibration import Calibration
+    from magnetic_core._index.index import HierIndex
+    from magnetic_core._sleep.sleeper import Sleeper
+    from magnetic_core._store.catalog import Catalog
+    from magnetic_core._store.state import MemoryState
+    from magnetic_core._store.writeback import WriteBack
+    from magnetic_core.config import MemoryConfig
+    from magnetic_core.embeddings import Embedder
+
+__all__ = ["StoreLifecycle"]
+
+logger = logging.getLogger(__name__)
+
+_Self = TypeVar("_Self", bound="StoreLifecycle")
+
+
+class StoreLifecycle:
+    """Opening, reloading and closing a memory's store (a base of ``MagneticMemory``)."""
+
+    config: MemoryConfig
+    embedder: Embedder
+    _sleeper: Sleeper
+    _index: HierIndex
+    _catalog: Catalog
+    _calibration: Calibration
+    _writeback: WriteBack
+    _journal: Journal
+    _clock: WriterClock
+    _state: MemoryState
+
+    def _open_store(self, path: str | os.PathLike[str], namespace: str, client: Any) -> None:
+        """Open (or create) the namespace, check its stamp, recover, and load the state."""
+        self._owns_client = client is None
+        self._client = client if client is not None else open_client(path)
+        self._lock = RWLock()
+        self._closed = False
+        self._stale: PersistenceError | None = None
+        self._store = ChromaStore(self._client, namespace)
+        self._superseded: set[str] = set()
+        try:
+            self._store.open()
+            self._store.check_stamp(
+                self.embedder.name, self.embedder.dim, join_threshold=self.config.join_threshold
+            )
+            self._journal = Journal(self._store, self.embedder.dim)
+            self._clock = WriterClock(self._store)
+            self._reload()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def namespace(self) -> str:
+        return self._store.namespace
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    @property
+    def join_threshold(self) -> float:
+        """The join threshold in force (configured, calibrated or provisional)."""
+        return self._calibration.threshold
+
+    @property
+    def client(self) -> Any:
+        """The chromadb client underneath."""
+        return self._client
+
+    def _reload(self) -> None:
+        """Finish or roll back an interrupted write, then swap in the state as stored.
+
+        The new state is built aside and swapped in whole; when reading fails, the state
+        in use is left as it was and the error propagates.
+        """
+        self._journal.recover()
+        replay = recover(self)  # type: ignore[arg-type]  # the moves of a sleep pass a crash interrupted
+        # The other writers' counters are read before the cells (or come from the snapshot).
+        state = load_state(
+            self._store, self.embedder.dim, self.config, replay=replay, clock=self._clock
+        )
+        self._state = state
+        self._index, self._catalog = state.index, state.catalog
+        self._calibration, self._writeback = state.calibration, state.writeback
+        self._superseded = {
+            c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
+        }
+        self._clock.seen = state.seen
+        self._stale = None
+        if replay:
+            finish_recovery(self)  # type: ignore[arg-type]
+        try:
+            state.writeback.repair()
+        except PersistenceError as e:
+            logger.warning("the group cache was not repaired (retried on next open): %s", e)
+
+    def _after_failure(self) -> None:
+        """After a failed write: reload what is stored, or refuse calls until Chroma answers."""
+        try:
+            self._reload()
+        except PersistenceError as e:
+            logger.warning("cannot reload after a failed write; retrying on the next call: %s", e)
+            self._stale = e
+        except BaseException as e:  # e.g. an interrupt while reloading
+            self._stale = PersistenceError(f"reloading after a failed write was interrupted: {e}")
+            raise
+
+    def _sync(self) -> bool:
+        """Reload when the last write failed or another writer changed the store."""
+        if self._stale is None and self._clock.read() == self._clock.seen:
+            return False
+        self._reload()
+        return True
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the write lock on an open, up-to-date memory (every write starts here)."""
+        with self._lock.write():
+            self._check_open()
+            self._sync()
+            yield
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Around the steps that change memory and storage: on any failure, reload."""
+        try:
+            yield
+        except BaseException:
+            self._after_failure()
+            raise
+
+    def _load(self) -> None:
+        """Reload what is stored after a failed write (the name older write paths call)."""
+        self._after_failure()
+
+    def refresh(self) -> bool:
+        """Reload the store when another process (or client) wrote to it since last seen.
+
+        Writes do this themselves before they act; call it before reading when another
+        process may be writing to the same namespace.
+
+        Returns:
+            Whether anything was reloaded.
+
+        Raises:
+            PersistenceError: Chroma cannot be reached.
+        """
+        self._check_open()
+        with self._lock.write():
+            return self._sync()
+
+    def close(self) -> None:
+        """Update the stored group cache and release the Chroma client. Idempotent.
+
+        Cells are written by every call that changes them; only the groups collection (a
+        cache of centroids and sizes, repaired on open if it is stale) is brought up to date
+        here. The client is closed only when this memory opened it.
+        """
+        if self._closed:
+            return
+        sleeper = getattr(self, "_sleeper", None)
+        if sleeper is not None:
+            sleeper.shutdown()  # a background pass finishes first
+        with self._lock.write():
+            self._closed = True
+            writeback = getattr(self, "_writeback", None)  # absent when opening failed
+            try:
+                if writeback is not None and self._stale is None:
+                    writeback.groups()
+                if getattr(self, "_clock", None) is not None and self._clock.value:
+                    self._store.delete_cells([self._clock.row_id])
+                if writeback is not None and self._stale is None:
+                    save_snapshot(self._state, self._clock)  # a fast next open
+            except PersistenceError as e:
+                logger.warning("the group cache was not updated (repaired on next open): %s", e)
+        if self._owns_client and hasattr(self._client, "close"):
+            try:
+                self._client.close()
+            except Exception as e:  # noqa: BLE001 - closing must not mask the real error
+                logger.debug("closing the Chroma client failed: %s", e)
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("this MagneticMemory was closed", hint="open a new one")
+        if self._stale is not None:
+            with self._lock.write():
+                if self._stale is None or self._closed:
+                    return
+                try:
+                    self._reload()
+                except PersistenceError as e:
+                    raise PersistenceError(
+                        "a write failed and Chroma cannot be read back, so this memory "
+                        f"cannot tell what is stored: {e.message}",
+                        hint="every call retries; it works again once the Chroma path or "
+                        "server answers",
+                    ) from e
