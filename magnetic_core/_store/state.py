@@ -101,8 +101,8 @@ def save_snapshot(
         return
     try:
         snapshot.save(state.index, state.catalog, extra)
-    except (OSError, ValueError) as e:
-        logger.warning("the index snapshot was not written (the next open reads Chroma): %s", e)
+    except Exception as e:  # noqa: BLE001 - the snapshot is a cache: it never fails a close
+        logger.warning("the index snapshot was not written (the next open reads Chroma): %r", e)
 
 
 def _snapshot(store: ChromaStore, dim: int) -> Snapshot:
