@@ -50,6 +50,7 @@ from magnetic_core.errors import (
 )
 from magnetic_core.filters import Predicate, compile_filter
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, SleepReport, Stats
+from magnetic_core.validators import check_number
 
 __all__ = ["MagneticMemory"]
 
@@ -450,6 +451,8 @@ class MagneticMemory:
         n_probe: int | None = None,
         entity_boost: float | None = None,
         lexical_weight: float | None = None,
+        context_weight: float | None = None,
+        session_weight: float | None = None,
         current_only: bool = False,
     ) -> list[Hit]:
         """Find the ``k`` cells most similar to a query, through the concept layer.
@@ -468,6 +471,12 @@ class MagneticMemory:
             entity_boost: boost for cells holding a query entity (default from the config).
             lexical_weight: weight of the BM25 score of the query's words (default from the
                 config; needs ``query`` text, 0 turns the lexical stage off).
+            context_weight: share of the best neighbouring turn's score a cell gains when
+                its cells form conversation threads (metadata ``session_id``, ordered by
+                ``turn`` or by the order of adds; default from the config; needs ``query``
+                text, 0 turns it off).
+            session_weight: share of the best score in its thread a cell gains (same
+                conditions as ``context_weight``).
             current_only: leave out cells superseded by a newer one.
 
         Returns:
@@ -496,6 +505,8 @@ class MagneticMemory:
             predicate=predicate,
             lexical_terms=LexicalIndex.query_terms(query) if query else (),
             lexical_weight=self.config.lexical_weight if lexical_weight is None else lexical_weight,
+            context_weight=_thread_weight(query, "context_weight", context_weight, self.config),
+            session_weight=_thread_weight(query, "session_weight", session_weight, self.config),
             sketch_rank=self.config.sketch_rank,
             rerank=self.config.rerank,
             min_cells=self.config.probe_cells if n_probe is None else 0,
@@ -743,6 +754,18 @@ class MagneticMemory:
     async def amark_contradiction(self, cell_a: str, cell_b: str, explanation: str) -> None:
         """Async :meth:`mark_contradiction`."""
         await asyncio.to_thread(self.mark_contradiction, cell_a, cell_b, explanation)
+
+
+def _thread_weight(
+    query: str | None, name: str, given: float | None, config: MemoryConfig
+) -> float:
+    """A conversation-thread weight of a search: text queries only (a vector query ranks
+    exactly as it did), validated when given."""
+    if given is not None:
+        check_number(given, name, low=0.0, high=10.0)
+    if not query:
+        return 0.0
+    return float(getattr(config, name) if given is None else given)
 
 
 def _sleep_config(config: SleepConfig | None, settings: Mapping[str, Any]) -> SleepConfig:
