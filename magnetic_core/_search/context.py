@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from magnetic_core._search.topk import top_indices
+
 __all__ = ["SESSION_KEYS", "TURN_KEY", "Threads", "lift"]
 
 # Metadata keys naming a cell's thread, first present wins: LangChain chat histories say
@@ -48,7 +50,7 @@ class Threads:
         >>> for i, cid in enumerate("abc"):
         ...     t.add(cid, {"session_id": "s1", "turn": i}, created_at=0.0)
         >>> t.neighbours("b")
-        ['a', 'c']
+        ('a', 'c')
     """
 
     def __init__(self) -> None:
@@ -60,7 +62,9 @@ class Threads:
         self._members: dict[Hashable, list[tuple[_Key, str]]] = {}
         self._number: dict[str, int] = {}  # cid -> a number per thread, for numpy
         self._numbers: dict[Hashable, int] = {}
+        self._near: dict[str, tuple[str, ...]] = {}  # cid -> the turns before and after it
         self._seq = itertools.count()
+        self._thread_seq = itertools.count()
 
     def __len__(self) -> int:
         return len(self._of)
@@ -72,12 +76,20 @@ class Threads:
         if thread is None:
             return
         turn = metadata.get(TURN_KEY)
-        numeric = isinstance(turn, (int, float)) and not isinstance(turn, bool)
-        position = float(turn) if numeric and math.isfinite(turn) else math.inf
+        position = math.inf
+        if isinstance(turn, (int, float)) and not isinstance(turn, bool) and math.isfinite(turn):
+            position = float(turn)
         key = (position, float(created_at), next(self._seq))
         self._of[cid] = (thread, key)
-        self._number[cid] = self._numbers.setdefault(thread, len(self._numbers))
-        bisect.insort(self._members.setdefault(thread, []), (key, cid))
+        number = self._numbers.get(thread)
+        if number is None:
+            number = self._numbers[thread] = next(self._thread_seq)
+        self._number[cid] = number
+        members = self._members.setdefault(thread, [])
+        at = bisect.bisect_left(members, (key, cid))
+        members.insert(at, (key, cid))
+        for j in (at - 1, at, at + 1):
+            self._refresh(members, j)
 
     def remove(self, cid: str) -> None:
         """Take a cell out of its thread (missing ids are ignored)."""
@@ -86,27 +98,31 @@ class Threads:
             return
         thread, key = found
         del self._number[cid]
+        del self._near[cid]
         members = self._members[thread]
-        del members[bisect.bisect_left(members, (key, cid))]
+        at = bisect.bisect_left(members, (key, cid))
+        del members[at]
+        for j in (at - 1, at):
+            self._refresh(members, j)
         if not members:
             del self._members[thread]
             del self._numbers[thread]
+
+    def _refresh(self, members: list[tuple[_Key, str]], j: int) -> None:
+        """Recompute the neighbours of the cell at position ``j`` (if there is one)."""
+        if 0 <= j < len(members):
+            self._near[members[j][1]] = tuple(
+                members[i][1] for i in (j - 1, j + 1) if 0 <= i < len(members)
+            )
 
     def numbers(self, ids: list[str]) -> np.ndarray:
         """A number per cell naming its thread (the same for one thread), -1 for none."""
         get = self._number.get
         return np.fromiter((get(c, -1) for c in ids), dtype=np.int64, count=len(ids))
 
-    def neighbours(self, cid: str, width: int = 1) -> list[str]:
-        """The cells up to ``width`` turns before and after ``cid`` in its thread."""
-        found = self._of.get(cid)
-        if found is None:
-            return []
-        thread, key = found
-        members = self._members[thread]
-        at = bisect.bisect_left(members, (key, cid))
-        lo, hi = max(at - width, 0), min(at + width + 1, len(members))
-        return [members[j][1] for j in range(lo, hi) if j != at]
+    def neighbours(self, cid: str) -> tuple[str, ...]:
+        """The cells of the turns just before and after ``cid`` in its thread."""
+        return self._near.get(cid, ())
 
 
 def lift(
@@ -143,12 +159,35 @@ def lift(
             np.maximum.at(best, which, base[inside])
             out[inside] += np.asarray(session_weight * best[which], out.dtype)
     if neighbour_weight > 0.0:
-        pos = {cid: i for i, cid in enumerate(ids)}
-        touched = dict.fromkeys(np.argsort(-rank, kind="stable")[:top].tolist())
-        for i in list(touched):
-            touched.update((pos[nb], None) for nb in threads.neighbours(ids[i]) if nb in pos)
-        for i in touched:
-            near = [pos[nb] for nb in threads.neighbours(ids[i]) if nb in pos]
-            if near:
-                out[i] += neighbour_weight * float(base[near].max())
+        out += neighbour_weight * _best_neighbours(threads, ids, rank, base, top)
     return out
+
+
+def _best_neighbours(
+    threads: Threads, ids: list[str], rank: np.ndarray, base: np.ndarray, top: int
+) -> np.ndarray:
+    """Per row, the best ``base`` score among its neighbours, for the best ``top`` rows by
+    ``rank`` and their neighbours (0 elsewhere); one gather, no per-cell numpy call."""
+    pos = {cid: i for i, cid in enumerate(ids)}
+    near: dict[int, list[int]] = {}
+
+    def near_of(i: int) -> list[int]:
+        found = near.get(i)
+        if found is None:
+            found = near[i] = [pos[nb] for nb in threads.neighbours(ids[i]) if nb in pos]
+        return found
+
+    best = top_indices(rank, top).tolist()
+    touched = dict.fromkeys(best)
+    for i in best:
+        touched.update(dict.fromkeys(near_of(i)))
+    rows: list[int] = []
+    nbrs: list[int] = []
+    for i in touched:
+        for j in near_of(i):
+            rows.append(i)
+            nbrs.append(j)
+    gain = np.zeros(rank.shape[0], base.dtype)
+    if rows:
+        np.maximum.at(gain, np.asarray(rows, np.int64), base[np.asarray(nbrs, np.int64)])
+    return gain

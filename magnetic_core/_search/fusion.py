@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from magnetic_core._search.context import lift
+from magnetic_core._search.topk import top_indices
 
 if TYPE_CHECKING:
     from magnetic_core._index.index import HierIndex
@@ -54,6 +55,26 @@ class Fused:
             self.rank[rows],
         )
 
+    def concat(self, more: Fused) -> Fused:
+        """These rows followed by ``more``'s (terms off in both stay off)."""
+
+        def cat(a: np.ndarray | None, b: np.ndarray | None, n: int, m: int) -> np.ndarray | None:
+            if a is None and b is None:
+                return None
+            a = np.zeros(n, np.float32) if a is None else a
+            b = np.zeros(m, np.float32) if b is None else b
+            return np.concatenate([a, b])
+
+        n, m = len(self.ids), len(more.ids)
+        return Fused(
+            [*self.ids, *more.ids],
+            np.concatenate([self.cosine, more.cosine]),
+            cat(self.boost, more.boost, n, m),
+            cat(self.lexical, more.lexical, n, m),
+            None,
+            np.concatenate([self.rank, more.rank]),
+        )
+
     def row(self, i: int) -> tuple[str, float, float, float, float]:
         """``(id, cosine, boost, lexical, context)`` of row ``i``."""
 
@@ -78,24 +99,25 @@ def fuse(
     plan: SearchPlan,
 ) -> Fused:
     """The ranking terms of every pooled cell (the pool gains the best cells' neighbours)."""
-    lifting = (plan.context_weight > 0.0 or plan.session_weight > 0.0) and len(catalog.threads) > 0
-    if lifting and plan.context_weight > 0.0 and pool.ids:
-        base = _terms(pool.ids, pool.scores, boosted, lexical, catalog, plan)
-        top = np.argsort(-base.rank, kind="stable")[:CONTEXT_TOP].tolist()
-        threads = catalog.threads
-        pool.extend(index, (nb for i in top for nb in threads.neighbours(pool.ids[i])), plan.vector)
     fused = _terms(pool.ids, pool.scores, boosted, lexical, catalog, plan)
-    if lifting and fused.ids:
-        lifted = lift(
-            catalog.threads,
-            fused.ids,
-            fused.rank,
-            plan.context_weight,
-            plan.session_weight,
-            CONTEXT_TOP,
-        )
-        fused.context = lifted - fused.rank
-        fused.rank = lifted
+    threads = catalog.threads
+    if not len(threads) or not fused.ids:
+        return fused
+    if plan.context_weight <= 0.0 and plan.session_weight <= 0.0:
+        return fused
+    if plan.context_weight > 0.0:
+        # The best cells' neighbours join the pool, so a lifted turn can come back.
+        have = len(pool.ids)
+        top = top_indices(fused.rank, CONTEXT_TOP).tolist()
+        pool.extend(index, (nb for i in top for nb in threads.neighbours(pool.ids[i])), plan.vector)
+        if len(pool.ids) > have:
+            more = _terms(pool.ids[have:], pool.scores[have:], boosted, lexical, catalog, plan)
+            fused = fused.concat(more)
+    lifted = lift(
+        threads, fused.ids, fused.rank, plan.context_weight, plan.session_weight, CONTEXT_TOP
+    )
+    fused.context = lifted - fused.rank
+    fused.rank = lifted
     return fused
 
 

@@ -172,3 +172,16 @@ def test_a_bad_context_weight_is_refused(mem):
         mem.search(QUESTION, session_weight="high")
     with pytest.raises(InvalidInputError, match="context_weight"):
         MemoryConfig(context_weight=float("nan"))
+
+
+def test_a_new_thread_after_a_deleted_one_is_not_merged_with_another(mem):
+    _store(mem)
+    mem.delete(ids=[f"s-filler-0:{t}" for t in range(4)])  # a whole thread goes
+    mem.add(["Ben: The printer is out of paper."], metadatas=[{"session_id": "new"}], ids=["n:0"])
+    hits = {h.id: h for h in mem.search(QUESTION, k=30, context_weight=0.0, explain=True)}
+    best = hits["s-adopt:2"].rank_score - hits["s-adopt:2"].route.context
+    # The new session gains only from its own best turn, not from the exchange's.
+    assert hits["n:0"].route.context < 0.5 * best
+    assert hits["s-adopt:3"].route.context == pytest.approx(
+        mem.config.session_weight * best, rel=1e-4
+    )
