@@ -10,7 +10,6 @@ first query that needs them and cached until the term's postings change.
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from array import array
@@ -27,13 +26,20 @@ __all__ = ["LexicalIndex", "stem"]
 
 _STEMMER = snowballstemmer.stemmer("english")
 _STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it stems
+# Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock.
+_STEMS: dict[str, str] = {}
+_MAX_STEMS = 1 << 20
 
 
-@functools.lru_cache(maxsize=1 << 18)
 def stem(word: str) -> str:
     """The Snowball English stem of a lower-cased word (cached: vocabularies repeat)."""
-    with _STEM_LOCK:
-        return str(_STEMMER.stemWord(word))
+    found = _STEMS.get(word)
+    if found is None:
+        with _STEM_LOCK:
+            found = str(_STEMMER.stemWord(word))
+        if len(_STEMS) < _MAX_STEMS:
+            _STEMS[word] = found
+    return found
 
 
 def index_terms(text: str) -> list[str]:
@@ -78,8 +84,10 @@ class LexicalIndex:
         """Index (or re-index) a cell's text; returns its distinct words (unstemmed) in order."""
         if cid in self._docno:
             self.remove(cid)
-        words = terms(text)
-        counts = Counter(stem(w) for w in words)
+        words = Counter(terms(text))
+        counts: Counter[str] = Counter()
+        for word, tf in words.items():  # each distinct word stemmed once
+            counts[stem(word)] += tf
         doc = len(self._cids)
         self._docno[cid] = doc
         self._cids.append(cid)
@@ -99,7 +107,7 @@ class LexicalIndex:
         if self._cache:
             for term in distinct:
                 self._cache.pop(term, None)
-        return tuple(dict.fromkeys(words))
+        return tuple(words)
 
     def remove(self, cid: str) -> None:
         """Drop a cell (missing ids are ignored)."""
