@@ -257,6 +257,21 @@ def _searcher(memory: Any, conv: Conversation, qvecs: np.ndarray, kwargs: dict[s
     return rank
 
 
+def stored(conv: Conversation, tvecs: np.ndarray) -> Any:
+    """A fresh in-memory store holding the conversation's turns, added one session at a
+    time in conversation order, as a chat app stores them."""
+    memory = common.in_memory(common.VectorsOnly(EMBEDDER_NAME, tvecs.shape[1]), MemoryConfig())
+    for sess in dict.fromkeys(m["session_id"] for m in conv.metadatas):
+        at = [j for j, m in enumerate(conv.metadatas) if m["session_id"] == sess]
+        memory.add(
+            [conv.texts[j] for j in at],
+            metadatas=[conv.metadatas[j] for j in at],
+            ids=[conv.ids[j] for j in at],
+            vectors=tvecs[at],
+        )
+    return memory
+
+
 SYSTEMS = ("exact dense", "BM25", "reciprocal-rank fusion", "dense + 0.3 x BM25/max")
 
 
@@ -282,16 +297,7 @@ def run(smoke: bool, variants: dict[str, dict[str, Any]]) -> dict[str, Any]:
         rankers: dict[str, Ranker] = dict(
             zip(SYSTEMS, (base.dense, base.lexical, base.rrf, base.weighted), strict=True)
         )
-        memory = common.in_memory(common.VectorsOnly(EMBEDDER_NAME, tv.shape[1]), MemoryConfig())
-        # Turns arrive in conversation order, one session per add, as a chat app stores them.
-        for sess in dict.fromkeys(m["session_id"] for m in conv.metadatas):
-            at = [j for j, m in enumerate(conv.metadatas) if m["session_id"] == sess]
-            memory.add(
-                [conv.texts[j] for j in at],
-                metadatas=[conv.metadatas[j] for j in at],
-                ids=[conv.ids[j] for j in at],
-                vectors=tv[at],
-            )
+        memory = stored(conv, tv)
         for name, kwargs in variants.items():
             rankers[name] = _searcher(memory, conv, qv, kwargs)
         for i in range(len(conv.questions)):
