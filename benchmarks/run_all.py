@@ -1,4 +1,4 @@
-"""Run every benchmark in turn (``make bench``): embed cache, SciFact, needles, latency, ablations.
+"""Run every benchmark in turn (``make bench``): embeddings, then each script.
 
 Usage: ``python -m benchmarks.run_all [--smoke] [--out DIR]``
 
@@ -18,6 +18,7 @@ from benchmarks import (
     common,
     embed_cache,
     latency_recall,
+    locomo,
     needles,
     scifact,
     summary,
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, module in (
         ("scifact", scifact),
         ("needles", needles),
+        ("locomo", locomo),
         ("latency_recall", latency_recall),
         ("ablations", ablations),
     ):

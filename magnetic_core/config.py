@@ -32,6 +32,16 @@ class MemoryConfig:
         lexical_weight: weight of the BM25 lexical score fused with the cosine score: each
             candidate gains ``lexical_weight`` times its BM25 over the query's best BM25, and
             the best BM25 cells join the candidates (0 disables the lexical stage).
+        context_weight: in stores of conversation turns (cells whose metadata names a
+            ``session_id``, ``thread_id`` or ``conversation_id``, in the order of a numeric
+            ``turn`` value or else of their adds), each of the best candidates and its
+            neighbouring turns gain this share of the best neighbour's ranking score, so
+            an answer split over two turns comes back whole (0 disables it; text queries
+            only). Fitted with ``session_weight`` on a training split of LoCoMo
+            conversations (``benchmarks/locomo.py``).
+        session_weight: in such stores, each candidate in a thread also gains this share
+            of the best ranking score in its thread: the session where the best match was
+            said is where the rest of the answer most likely is (0 disables it).
         sketch_rank: dimension of the low-rank sketches that pre-score large probes before
             exact re-ranking (0 scores every probed cell exactly).
         rerank: cells kept from the sketch pre-score and scored exactly.
@@ -59,6 +69,8 @@ class MemoryConfig:
     probe_cells: int = 12000
     entity_boost: float = 0.1
     lexical_weight: float = 0.3
+    context_weight: float = 0.7
+    session_weight: float = 0.8
     sketch_rank: int = 128
     rerank: int = 256
     list_size: int = 32
@@ -88,6 +100,8 @@ _NUMBERS = (
     ("merge_threshold", -1.0, 1.0, False),
     ("entity_boost", 0.0, 10.0, False),
     ("lexical_weight", 0.0, 10.0, False),
+    ("context_weight", 0.0, 10.0, False),
+    ("session_weight", 0.0, 10.0, False),
 )
 _INTEGERS = (
     ("calibration_size", 2, False),

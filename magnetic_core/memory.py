@@ -103,6 +103,8 @@ class MagneticMemory(WritePath, SleepMode):
         n_probe: int | None = None,
         entity_boost: float | None = None,
         lexical_weight: float | None = None,
+        context_weight: float | None = None,
+        session_weight: float | None = None,
         current_only: bool = False,
     ) -> list[Hit]:
         """Find the ``k`` cells most similar to a query, through the concept layer.
@@ -131,6 +133,12 @@ class MagneticMemory(WritePath, SleepMode):
             entity_boost: boost for cells holding a query entity (default from the config).
             lexical_weight: weight of the BM25 score of the query's words (default from the
                 config; needs ``query`` text, 0 turns the lexical stage off).
+            context_weight: share of the best neighbouring turn's score a cell gains when
+                its cells form conversation threads (metadata ``session_id``, ordered by
+                ``turn`` or by the order of adds; default from the config; needs ``query``
+                text, 0 turns it off).
+            session_weight: share of the best score in its thread a cell gains (same
+                conditions as ``context_weight``).
             current_only: leave out cells superseded by a newer one.
 
         Returns:
@@ -157,6 +165,8 @@ class MagneticMemory(WritePath, SleepMode):
             predicate=predicate,
             lexical_terms=LexicalIndex.query_terms(query) if query else (),
             lexical_weight=self.config.lexical_weight if lexical_weight is None else lexical_weight,
+            context_weight=_thread_weight(query, "context_weight", context_weight, self.config),
+            session_weight=_thread_weight(query, "session_weight", session_weight, self.config),
             sketch_rank=self.config.sketch_rank,
             rerank=self.config.rerank,
             min_cells=self.config.probe_cells if n_probe is None else 0,
@@ -288,3 +298,15 @@ def _selection(
         mmr_lambda=None if mmr_lambda is None else float(mmr_lambda),
         fetch_k=4 * k if fetch_k is None else fetch_k,
     )
+
+
+def _thread_weight(
+    query: str | None, name: str, given: float | None, config: MemoryConfig
+) -> float:
+    """A conversation-thread weight of a search: text queries only (a vector query ranks
+    exactly as it did), validated when given."""
+    if given is not None:
+        check_number(given, name, low=0.0, high=10.0)
+    if not query:
+        return 0.0
+    return float(getattr(config, name) if given is None else given)

@@ -72,6 +72,8 @@ class Route:
         centroid_similarity: cosine of the query with the hit's group centroid.
         boost: entity boost added to its ranking score.
         lexical: lexical (BM25-style) score fused into its ranking score.
+        context: what its neighbouring turns in a conversation thread added to its
+            ranking score.
         fallback_ran: whether the flat exact fallback ran for this query.
         probed_groups: how many groups were scored for this query.
     """
@@ -82,6 +84,7 @@ class Route:
     lexical: float
     fallback_ran: bool
     probed_groups: int
+    context: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnetic_core._index.index import Group, HierIndex
+from magnetic_core._search.fusion import fuse
 from magnetic_core._search.sketch import Sketcher
 from magnetic_core._search.snapshot import Snapshot, SnapshotCache, ranges
 from magnetic_core._search.topk import top_indices
@@ -58,6 +59,10 @@ class SearchPlan:
     lexical_terms: tuple[str, ...] = ()
     lexical_weight: float = 0.0
     lexical_candidates: int = 50
+    # Weights of the best neighbouring turn's score and of the thread's best score, for
+    # cells in conversation threads (0: off).
+    context_weight: float = 0.0
+    session_weight: float = 0.0
     sketch_rank: int = 0
     rerank: int = 128  # at least 4 k are kept
     min_cells: int = 0
@@ -81,6 +86,7 @@ class Candidate:
     fallback_ran: bool
     probed_groups: int
     lexical: float = 0.0
+    context: float = 0.0
 
 
 @dataclass
@@ -155,11 +161,11 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
         pool.extend(index, top_ids, q)
         lexical_ids = set(top_ids)
 
-    picked = _rank(pool, boosted, lexical, catalog, plan)
+    picked = _rank(index, pool, boosted, lexical, catalog, plan)
     fallback = len(picked) < plan.k and len(slots) < n_groups
     if fallback:
         pool = _exact_pool(index, built, range(n_groups), q)
-        picked = _rank(pool, boosted, lexical, catalog, plan)
+        picked = _rank(index, pool, boosted, lexical, catalog, plan)
 
     groups = [index.loc[cid] for cid, *_ in picked]
     csims = (index.centroids[[g.slot for g in groups]] @ q).tolist() if groups else []
@@ -169,7 +175,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
             id=cid,
             group=group,
             score=score,
-            rank_score=score + boost + lex,
+            rank_score=score + boost + lex + context,
             boost=boost,
             stages=_stages(
                 group.slot in centroid_slots, group.slot in entity_slots, cid in lexical_ids
@@ -178,8 +184,11 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
             fallback_ran=fallback,
             probed_groups=probed,
             lexical=lex,
+            context=context,
         )
-        for (cid, score, boost, lex), group, csim in zip(picked, groups, csims, strict=True)
+        for (cid, score, boost, lex, context), group, csim in zip(
+            picked, groups, csims, strict=True
+        )
     ]
 
 
@@ -431,66 +440,39 @@ def _lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.
 
 
 def _rank(
+    index: HierIndex,
     pool: _Pool,
     boosted: set[str],
     lexical: tuple[np.ndarray, np.ndarray] | None,
     catalog: Catalog,
     plan: SearchPlan,
-) -> list[tuple[str, float, float, float]]:
-    """The best ``k`` (id, cosine, boost, lexical) by their sum that pass the filter."""
-    ids, scores = pool.ids, pool.scores
-    if not ids:
+) -> list[tuple[str, float, float, float, float]]:
+    """The best ``k`` (id, cosine, boost, lexical, context) by their sum that pass the filter."""
+    if not pool.ids:
         return []
-    boosts = None
-    if boosted and plan.entity_boost != 0.0:
-        hit = np.fromiter((cid in boosted for cid in ids), dtype=bool, count=len(ids))
-        boosts = hit.astype(np.float32) * np.float32(plan.entity_boost)
-    lex = None
-    if lexical is not None:
-        # BM25 normalised by the query's best BM25, so the weight means the same for every
-        # query: the best lexical match gains ``lexical_weight`` on top of its cosine.
-        docs, vals = lexical
-        scale = np.float32(plan.lexical_weight / float(vals.max()))
-        lex = catalog.lexical.lookup(ids, docs, vals) * scale
-    rank = scores
-    if boosts is not None:
-        rank = rank + boosts
-    if lex is not None:
-        rank = rank + lex
-
-    def pick(i: int) -> tuple[str, float, float, float]:
-        return (
-            ids[i],
-            float(scores[i]),
-            0.0 if boosts is None else float(boosts[i]),
-            0.0 if lex is None else float(lex[i]),
-        )
-
+    fused = fuse(index, pool, boosted, lexical, catalog, plan)
     k = plan.k
     if plan.exclude:
         # Excluded cells (few) are dropped before the top k are taken.
-        drop = np.fromiter((c in plan.exclude for c in ids), dtype=bool, count=len(ids))
+        drop = np.fromiter((c in plan.exclude for c in fused.ids), dtype=bool, count=len(fused.ids))
         if drop.any():
-            keep = np.flatnonzero(~drop)
-            rank = rank[keep]
-            scores = scores[keep]
-            boosts = None if boosts is None else boosts[keep]
-            lex = None if lex is None else lex[keep]
-            ids = [ids[i] for i in keep.tolist()]
+            fused = fused.keep(np.flatnonzero(~drop))
+    rank = fused.rank
     if plan.predicate is None:
-        if len(ids) > k:
+        if len(fused.ids) > k:
             top = np.argpartition(-rank, k - 1)[:k]
             order = top[np.argsort(-rank[top], kind="stable")]
         else:
             order = np.argsort(-rank, kind="stable")
-        return [pick(int(i)) for i in order]
+        return [fused.row(int(i)) for i in order]
     # With a filter, walk candidates best first and test lazily: only about k/selectivity
     # predicates run.
     picked = []
     records = catalog.records
+    ids = fused.ids
     for i in np.argsort(-rank, kind="stable"):
         if plan.predicate(records[ids[int(i)]].metadata):
-            picked.append(pick(int(i)))
+            picked.append(fused.row(int(i)))
             if len(picked) == k:
                 break
     return picked

@@ -44,6 +44,7 @@ def hit_view(index: HierIndex, catalog: Catalog, found: Candidate, explain: bool
             lexical=found.lexical,
             fallback_ran=found.fallback_ran,
             probed_groups=found.probed_groups,
+            context=found.context,
         )
     return Hit(
         cell=cell_view(index, catalog, found.id),

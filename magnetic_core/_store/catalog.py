@@ -7,6 +7,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
+from magnetic_core._search.context import Threads
 from magnetic_core._store.record import CellRecord
 from magnetic_core._text.lexical import LexicalIndex
 
@@ -38,12 +39,14 @@ def _entity_labels(entity: str) -> bool:
 
 
 class Catalog:
-    """Cell records, an inverted index entity -> cells, and the BM25 index of their words."""
+    """Cell records, an inverted index entity -> cells, the BM25 index of their words, and
+    the conversation threads they belong to."""
 
     def __init__(self) -> None:
         self.records: dict[str, CellRecord] = {}
         self.entity_cells: dict[str, set[str]] = defaultdict(set)
         self.lexical = LexicalIndex()
+        self.threads = Threads()
         self._labels: dict[str, tuple[int, str, tuple[str, ...]]] = {}
 
     def __len__(self) -> int:
@@ -56,6 +59,7 @@ class Catalog:
         if not record.terms:
             record.terms = distinct
         self.records[cid] = record
+        self.threads.add(cid, record.metadata, record.created_at)
         for entity in record.entities:
             self.entity_cells[entity].add(cid)
 
@@ -64,6 +68,7 @@ class Catalog:
         if record is None:
             return None
         self.lexical.remove(cid)
+        self.threads.remove(cid)
         for entity in record.entities:
             cells = self.entity_cells.get(entity)
             if cells is not None:
@@ -76,6 +81,7 @@ class Catalog:
         self.records.clear()
         self.entity_cells.clear()
         self.lexical.clear()
+        self.threads.clear()
         self._labels.clear()
 
     def cells_with(self, entities: Iterable[str], max_share: float) -> set[str]:

@@ -1,7 +1,9 @@
 """BM25 over the cells' words: the lexical stage that search fuses with dense scores.
 
 Dense embeddings blur rare words (gene names, codes, numbers) that a user types on purpose;
-BM25 rewards exactly those. Cells get integer document numbers; each term keeps compact
+BM25 rewards exactly those. Words are indexed by their Snowball (Porter 2) English stem, so
+"painted" finds "painting" and "researched" finds "research": people rarely ask in the
+inflection they wrote in. Cells get integer document numbers; each term keeps compact
 ``array`` postings (document numbers and term frequencies), turned into numpy arrays on the
 first query that needs them and cached until the term's postings change.
 """
@@ -9,16 +11,40 @@ first query that needs them and cached until the term's postings change.
 from __future__ import annotations
 
 import math
+import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
+import snowballstemmer
 
 from magnetic_core._search.topk import top_indices
 from magnetic_core._text.entities import terms
 
-__all__ = ["LexicalIndex"]
+__all__ = ["LexicalIndex", "stem"]
+
+_STEMMER = snowballstemmer.stemmer("english")
+_STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it stems
+# Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock.
+_STEMS: dict[str, str] = {}
+_MAX_STEMS = 1 << 20
+
+
+def stem(word: str) -> str:
+    """The Snowball English stem of a lower-cased word (cached: vocabularies repeat)."""
+    found = _STEMS.get(word)
+    if found is None:
+        with _STEM_LOCK:
+            found = str(_STEMMER.stemWord(word))
+        if len(_STEMS) < _MAX_STEMS:
+            _STEMS[word] = found
+    return found
+
+
+def index_terms(text: str) -> list[str]:
+    """The stemmed content words of ``text``, in order, as BM25 indexes them."""
+    return [stem(w) for w in terms(text)]
 
 
 class LexicalIndex:
@@ -55,10 +81,13 @@ class LexicalIndex:
         return len(self._docno)
 
     def add(self, cid: str, text: str) -> tuple[str, ...]:
-        """Index (or re-index) a cell's text; returns its distinct terms in order."""
+        """Index (or re-index) a cell's text; returns its distinct words (unstemmed) in order."""
         if cid in self._docno:
             self.remove(cid)
-        counts = Counter(terms(text))
+        words = Counter(terms(text))
+        counts: Counter[str] = Counter()
+        for word, tf in words.items():  # each distinct word stemmed once
+            counts[stem(word)] += tf
         doc = len(self._cids)
         self._docno[cid] = doc
         self._cids.append(cid)
@@ -78,7 +107,7 @@ class LexicalIndex:
         if self._cache:
             for term in distinct:
                 self._cache.pop(term, None)
-        return distinct
+        return tuple(words)
 
     def remove(self, cid: str) -> None:
         """Drop a cell (missing ids are ignored)."""
@@ -116,14 +145,14 @@ class LexicalIndex:
         self._cache.clear()
 
     def df(self, term: str) -> int:
-        """Number of cells holding ``term``."""
-        post = self._postings.get(term)
+        """Number of cells holding ``term`` (a word, stemmed here, or a stem)."""
+        post = self._postings.get(stem(term))
         return len(post[0]) if post is not None else 0
 
     @staticmethod
     def query_terms(text: str) -> tuple[str, ...]:
-        """The distinct content words of a query."""
-        return tuple(dict.fromkeys(terms(text)))
+        """The distinct stemmed content words of a query."""
+        return tuple(dict.fromkeys(index_terms(text)))
 
     def scores(self, query: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """BM25 of every cell sharing a term with the query.

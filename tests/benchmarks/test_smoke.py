@@ -8,7 +8,15 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from benchmarks import ablations, latency_recall, needles, run_all, scifact, summary  # noqa: E402
+from benchmarks import (  # noqa: E402
+    ablations,
+    latency_recall,
+    locomo,
+    needles,
+    run_all,
+    scifact,
+    summary,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -59,11 +67,11 @@ def test_ablations_smoke(tmp_path):
 
 def test_run_all_smoke_writes_every_result(tmp_path, monkeypatch):
     calls = []
-    for module in (scifact, needles, latency_recall, ablations):
+    for module in (scifact, needles, locomo, latency_recall, ablations):
         monkeypatch.setattr(module, "main", lambda argv, m=module: calls.append((m, argv)))
     monkeypatch.setattr(summary, "main", lambda argv: calls.append((summary, argv + ["--smoke"])))
     run_all.main(["--smoke", "--out", str(tmp_path)])
-    assert len(calls) == 5
+    assert len(calls) == 6
     assert all("--smoke" in argv and str(tmp_path) in argv for _, argv in calls)
 
 

@@ -1,0 +1,148 @@
+"""Fusing the search signals into one ranking score: cosine, entity boost, BM25, context.
+
+Each candidate's ranking score is its exact cosine, plus the entity boost when it holds a
+query entity, plus ``lexical_weight`` times its BM25 over the query's best BM25 (so the
+weight means the same for every query), plus, for cells that belong to a conversation
+thread (see :mod:`magnetic_core._search.context`), ``context_weight`` times the best
+ranking score among its neighbouring turns and ``session_weight`` times the best in its
+thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from magnetic_core._search.context import lift
+from magnetic_core._search.topk import top_indices
+
+if TYPE_CHECKING:
+    from magnetic_core._index.index import HierIndex
+    from magnetic_core._search.search import SearchPlan, _Pool
+    from magnetic_core._store.catalog import Catalog
+
+__all__ = ["Fused", "fuse"]
+
+# The best cells whose neighbours are lifted (a bound on the work per query).
+CONTEXT_TOP = 64
+
+
+@dataclass
+class Fused:
+    """The pool's ranking terms, in parallel with ``ids`` (None for a term that is off)."""
+
+    ids: list[str]
+    cosine: np.ndarray
+    boost: np.ndarray | None
+    lexical: np.ndarray | None
+    context: np.ndarray | None
+    rank: np.ndarray
+
+    def keep(self, rows: np.ndarray) -> Fused:
+        """The same terms for the given rows only."""
+
+        def take(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[rows]
+
+        return Fused(
+            [self.ids[i] for i in rows.tolist()],
+            self.cosine[rows],
+            take(self.boost),
+            take(self.lexical),
+            take(self.context),
+            self.rank[rows],
+        )
+
+    def concat(self, more: Fused) -> Fused:
+        """These rows followed by ``more``'s (terms off in both stay off)."""
+
+        def cat(a: np.ndarray | None, b: np.ndarray | None, n: int, m: int) -> np.ndarray | None:
+            if a is None and b is None:
+                return None
+            a = np.zeros(n, np.float32) if a is None else a
+            b = np.zeros(m, np.float32) if b is None else b
+            return np.concatenate([a, b])
+
+        n, m = len(self.ids), len(more.ids)
+        return Fused(
+            [*self.ids, *more.ids],
+            np.concatenate([self.cosine, more.cosine]),
+            cat(self.boost, more.boost, n, m),
+            cat(self.lexical, more.lexical, n, m),
+            None,
+            np.concatenate([self.rank, more.rank]),
+        )
+
+    def row(self, i: int) -> tuple[str, float, float, float, float]:
+        """``(id, cosine, boost, lexical, context)`` of row ``i``."""
+
+        def at(a: np.ndarray | None) -> float:
+            return 0.0 if a is None else float(a[i])
+
+        return (
+            self.ids[i],
+            float(self.cosine[i]),
+            at(self.boost),
+            at(self.lexical),
+            at(self.context),
+        )
+
+
+def fuse(
+    index: HierIndex,
+    pool: _Pool,
+    boosted: set[str],
+    lexical: tuple[np.ndarray, np.ndarray] | None,
+    catalog: Catalog,
+    plan: SearchPlan,
+) -> Fused:
+    """The ranking terms of every pooled cell (the pool gains the best cells' neighbours)."""
+    fused = _terms(pool.ids, pool.scores, boosted, lexical, catalog, plan)
+    threads = catalog.threads
+    if not len(threads) or not fused.ids:
+        return fused
+    if plan.context_weight <= 0.0 and plan.session_weight <= 0.0:
+        return fused
+    if plan.context_weight > 0.0:
+        # The best cells' neighbours join the pool, so a lifted turn can come back.
+        have = len(pool.ids)
+        top = top_indices(fused.rank, CONTEXT_TOP).tolist()
+        pool.extend(index, (nb for i in top for nb in threads.neighbours(pool.ids[i])), plan.vector)
+        if len(pool.ids) > have:
+            more = _terms(pool.ids[have:], pool.scores[have:], boosted, lexical, catalog, plan)
+            fused = fused.concat(more)
+    lifted = lift(
+        threads, fused.ids, fused.rank, plan.context_weight, plan.session_weight, CONTEXT_TOP
+    )
+    fused.context = lifted - fused.rank
+    fused.rank = lifted
+    return fused
+
+
+def _terms(
+    ids: list[str],
+    scores: np.ndarray,
+    boosted: set[str],
+    lexical: tuple[np.ndarray, np.ndarray] | None,
+    catalog: Catalog,
+    plan: SearchPlan,
+) -> Fused:
+    boosts = None
+    if boosted and plan.entity_boost != 0.0:
+        hit = np.fromiter((cid in boosted for cid in ids), dtype=bool, count=len(ids))
+        boosts = hit.astype(np.float32) * np.float32(plan.entity_boost)
+    lex = None
+    if lexical is not None:
+        # BM25 normalised by the query's best BM25, so the weight means the same for every
+        # query: the best lexical match gains ``lexical_weight`` on top of its cosine.
+        docs, vals = lexical
+        scale = np.float32(plan.lexical_weight / float(vals.max()))
+        lex = catalog.lexical.lookup(ids, docs, vals) * scale
+    rank = scores
+    if boosts is not None:
+        rank = rank + boosts
+    if lex is not None:
+        rank = rank + lex
+    return Fused(ids, scores, boosts, lex, None, rank)
