@@ -45,7 +45,7 @@ from magnetic_core._store.catalog import Catalog
 from magnetic_core._store.codec import metadata_from_json, metadata_to_json
 from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._store.record import CellRecord
-from magnetic_core._text.lexical import LexicalIndex
+from magnetic_core._text.lexical import LexicalIndex, index_terms
 from magnetic_core.errors import PersistenceError
 
 __all__ = ["Loaded", "Snapshot", "snapshot_path"]
@@ -75,7 +75,8 @@ def snapshot_path(store: ChromaStore) -> Path | None:
 
 
 def _tokenizer() -> list[str]:
-    return list(LexicalIndex().add("probe", _PROBE))
+    # the words as BM25 indexes them (stemmed): a snapshot of other postings is stale
+    return index_terms(_PROBE)
 
 
 @dataclass(frozen=True)
@@ -356,6 +357,7 @@ def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
         )
         for entity in ents:
             entity_cells[entity].add(cid)
+        catalog.threads.add(cid, records[cid].metadata, created[i])
     if len(lexical) != len(catalog.records):
         raise ValueError("the snapshot's BM25 postings and cells disagree")
     return catalog
