@@ -99,10 +99,13 @@ def save_snapshot(
     if clock.read() != clock.seen or not snapshot.may_save():
         logger.info("no index snapshot at close: another writer changed the store")
         return
+    if len(state.index) != len(state.catalog):
+        logger.warning("no index snapshot at close: the index and the catalog disagree")
+        return
     try:
         snapshot.save(state.index, state.catalog, extra)
-    except Exception as e:  # noqa: BLE001 - the snapshot is a cache: it never fails a close
-        logger.warning("the index snapshot was not written (the next open reads Chroma): %r", e)
+    except Exception as e:  # noqa: BLE001 - a cache must never make close() fail
+        logger.warning("the index snapshot was not written (the next open reads Chroma): %s", e)
 
 
 def _snapshot(store: ChromaStore, dim: int) -> Snapshot:
