@@ -16,6 +16,7 @@ import numpy as np
 
 from magnetic_core._index.clustering import normalize
 from magnetic_core._search.restricted import search_restricted
+from magnetic_core._search.scorer import Scorer
 from magnetic_core._search.search import SearchPlan, run_search
 from magnetic_core._search.views import cell_view, group_info, hit_view, merge_plan, stats_view
 from magnetic_core._sleep.plan import SleepConfig
@@ -147,6 +148,8 @@ class MagneticMemory:
         seen = self._clock.read()  # before the load: a write landing during it is seen later
         state = load_state(self._store, self.embedder.dim, self.config, replay=replay)
         self._index, self._catalog = state.index, state.catalog
+        # The approximate scorer of this index (built by the first search of a large store).
+        self._scorer = Scorer(self.config.sketch_rank, self.config.list_size)
         self._calibration, self._writeback = state.calibration, state.writeback
         self._superseded = {
             c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
@@ -505,7 +508,7 @@ class MagneticMemory:
             if current_only and self._superseded:
                 exclude = superseded_ids(self._catalog.records, self._superseded)
                 plan = replace(plan, exclude=exclude)
-            found = run_search(self._index, self._catalog, plan)
+            found = run_search(self._index, self._catalog, plan, self._scorer)
             return [hit_view(self._index, self._catalog, c, explain) for c in found]
 
     def search_among(
