@@ -176,7 +176,7 @@ class MagneticMemory(WritePath, SleepMode):
             if current_only and self._superseded:
                 exclude = superseded_ids(self._catalog.records, self._superseded)
                 plan = replace(plan, exclude=exclude)
-            return select_hits(self._index, self._catalog, plan, selection, explain)
+            return select_hits(self._index, self._catalog, plan, selection, explain, self._scorer)
 
     def search_among(
         self, ids: Sequence[str], query: str | None = None, k: int = 10, *, vector: Any = None

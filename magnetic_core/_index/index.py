@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -35,7 +34,6 @@ class Group:
     # In an index, a view of the index's row for this group (write it in place).
     total: np.ndarray = field(default_factory=lambda: np.empty(0))
     version: int = 0
-    sketch: tuple[int, int, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         self.vecs = np.empty((8, self.dim), np.float32)
@@ -191,8 +189,6 @@ class HierIndex:
         self._next_seq = 0
         self.moved: set[str] = set()
         self.centroid_epoch = 0
-        # Search-side caches (a magnetic_core._search.sketch.Sketcher), owned by the search module.
-        self.sketcher: Any = None
         self.sizes_cache: tuple[int, np.ndarray] | None = None
 
     # -- structure -------------------------------------------------------------------

@@ -1,18 +1,14 @@
 """Search through the concept layer: centroids, probed cells, entities, words, then fallback.
 
-1. Centroid stage: cosine of the query with every centroid; the top ``n_probe`` groups, and
-   more until they hold ``min_cells`` cells (a work budget independent of group sizes). In large
-   stores the centroids are first scored by their low-rank sketch and only the best few times
-   ``n_probe`` are scored exactly.
-2. Cell stage: the probed groups' cells. Small probes are scored exactly, one product per
-   group block. In large stores, unfiltered probes go through the search snapshot (see
-   :mod:`magnetic_core._search.snapshot`): the probed groups' tight sub-lists are ranked by their
-   means, the cells of the best ones (``min_cells`` in all) are scored by residual sketch in
-   one product, and the best ``rerank`` are scored exactly; when the budget is a quarter of
-   the store or more, every group is probed and every sketch scored in one contiguous pass
-   (cheaper than gathering the budget's rows). While the snapshot is being
-   renewed after a write, the probed groups are scored by plain sketch instead
-   (see :mod:`magnetic_core._search.sketch`).
+1. Centroid stage: cosine of the query with every centroid (in large stores, one compiled
+   scan of their int8 codes); the top ``n_probe`` groups, and more until they hold
+   ``min_cells`` cells (a work budget independent of group sizes).
+2. Cell stage: the probed groups' cells. Small probes are scored exactly. In large stores,
+   unfiltered probes go through the scorer (:mod:`magnetic_core._search.scorer`): the probed
+   groups' tight sub-lists are ranked by their means, the cells of the best ones
+   (``min_cells`` in all) are scored by int8 residual code, and the best ``rerank`` exactly;
+   when the budget is a quarter of the store or more, every group is probed. The scorer is
+   brought up to date with the groups a write changed before the query is scored.
 3. Entity stage: groups holding a rare query entity are probed too; cells holding a query
    entity get a boost.
 4. Lexical stage: the best BM25 cells for the query's words join the candidates, and every
@@ -25,9 +21,7 @@ is exact flat search.
 
 from __future__ import annotations
 
-import itertools
 import math
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,9 +29,7 @@ import numpy as np
 
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._search.fusion import fuse
-from magnetic_core._search.sketch import Sketcher
-from magnetic_core._search.snapshot import Snapshot, SnapshotCache, ranges
-from magnetic_core._search.topk import top_indices
+from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer
 from magnetic_core._store.catalog import Catalog
 from magnetic_core.filters import Predicate
 
@@ -102,30 +94,43 @@ class _Pool:
         loc = index.loc
         new = [c for c in cids if c not in have and c in loc]
         if new:
-            self.ids = [*self.ids, *new]  # a new list: ``ids`` may be the snapshot's own
+            self.ids = [*self.ids, *new]
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
 
 
-def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Candidate]:
-    """Run the staged search and return at most ``k`` candidates, best first."""
+def run_search(
+    index: HierIndex, catalog: Catalog, plan: SearchPlan, scorer: Scorer | None = None
+) -> list[Candidate]:
+    """Run the staged search and return at most ``k`` candidates, best first.
+
+    Args:
+        index: the hierarchy.
+        catalog: the cell records (entities, words, metadata).
+        plan: the query.
+        scorer: the index's scorer (its owner keeps it across queries); None scores every
+            probed cell exactly.
+    """
     n_groups = len(index.slot_groups)
     if n_groups == 0 or plan.k <= 0:
         return []
     q = plan.vector
-    sketcher = _sketcher(index, plan)
-    built = _snapshot(index, plan)
-    # Sketches pre-score unfiltered searches only (a filter may reject most of the best).
-    snap = built if built is not None and built[0].usable and plan.predicate is None else None
+    usable = False
+    if scorer is not None:
+        scorer.configure(plan.sketch_rank, plan.list_size)
+        usable = scorer.sync(index)
+        if not scorer.current(index):
+            scorer = None
+    # Codes pre-score unfiltered searches only (a filter may reject most of the best).
+    usable = usable and plan.predicate is None
     group_cells = plan.min_cells
     budget = plan.min_cells if plan.min_cells > 0 else len(index)
-    if snap is not None and plan.min_cells > 0:
+    if usable and plan.min_cells > 0:
         # Groups are probed wider than the cell budget; their best sub-lists fill it.
         group_cells = math.ceil(plan.group_spread * plan.min_cells)
-        if not snap[1] and FULL_SCAN_SHARE * len(index) <= plan.min_cells:
-            # The budget is a large share of the store: one contiguous pass over every
-            # sketch costs less than gathering the budget's rows (and misses nothing).
+        if FULL_SCAN_SHARE * len(index) <= plan.min_cells:
             group_cells = budget = len(index)
-    probe = _probe(index, q, plan.n_probe, group_cells, _centroid_sketcher(index, sketcher))
+    sims = scorer.centroid_scores(q) if scorer is not None else matvec(index.centroids, q)
+    probe = _probe(index, sims, plan.n_probe, group_cells)
     centroid_slots = set(probe.tolist())
     boosted = catalog.cells_with(plan.entities, plan.max_entity_share) if plan.entities else set()
     routed = (
@@ -135,26 +140,24 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
     )
     entity_slots = {index.loc[c].slot for c in routed if c in index.loc}
     slots = sorted(centroid_slots | entity_slots)
+    lexical = _lexical_scores(catalog, plan)
 
-    use_sketch = (
-        (sketcher is not None or snap is not None)
-        and plan.predicate is None
+    keep = max(plan.rerank, 4 * plan.k)
+    if (
+        usable
+        and scorer is not None
         and plan.n_probe < n_groups
-        and int(_group_sizes(index)[slots].sum()) > 16 * max(plan.rerank, 4 * plan.k)
-    )
-    if use_sketch and snap is not None:
-        pool = _snapshot_pool(index, *snap, slots, q, budget, max(plan.rerank, 4 * plan.k))
-        if boosted and plan.entity_boost > 0:
-            slot_set = set(slots)
-            pool.extend(index, (c for c in boosted if index.loc[c].slot in slot_set), q)
-    elif use_sketch and sketcher is not None:
-        pool = _sketch_pool(index, sketcher, slots, q, max(plan.rerank, 4 * plan.k))  # type: ignore[arg-type]
+        and int(_group_sizes(index)[slots].sum()) > 16 * keep
+    ):
+        # Only the best k are needed unless boosts, words or exclusions re-rank them.
+        plain = not (boosted and plan.entity_boost) and lexical is None and not plan.exclude
+        found = scorer.probe(index, np.asarray(slots), q, budget, keep, plan.k if plain else keep)
+        pool = _Pool(*found)
         if boosted and plan.entity_boost > 0:
             slot_set = set(slots)
             pool.extend(index, (c for c in boosted if index.loc[c].slot in slot_set), q)
     else:
-        pool = _exact_pool(index, built, slots, q)
-    lexical = _lexical_scores(catalog, plan)
+        pool = _exact_pool(index, scorer, slots, q)
     lexical_ids: set[str] = set()
     if lexical is not None:
         top_ids, _ = catalog.lexical.top_of(*lexical, max(plan.lexical_candidates, plan.k))
@@ -164,7 +167,7 @@ def run_search(index: HierIndex, catalog: Catalog, plan: SearchPlan) -> list[Can
     picked = _rank(index, pool, boosted, lexical, catalog, plan)
     fallback = len(picked) < plan.k and len(slots) < n_groups
     if fallback:
-        pool = _exact_pool(index, built, range(n_groups), q)
+        pool = _exact_pool(index, scorer, range(n_groups), q)
         picked = _rank(index, pool, boosted, lexical, catalog, plan)
 
     groups = [index.loc[cid] for cid, *_ in picked]
@@ -202,16 +205,6 @@ def _stages(centroid: bool, entity: bool, lexical: bool) -> tuple[str, ...]:
     return found or ("fallback",)
 
 
-def _sketcher(index: HierIndex, plan: SearchPlan) -> Sketcher | None:
-    """The index's sketch caches when this store is large enough to use them."""
-    if plan.sketch_rank <= 0:
-        return None
-    if index.sketcher is None or index.sketcher.rank != plan.sketch_rank:
-        index.sketcher = Sketcher(plan.sketch_rank)
-    sketcher: Sketcher = index.sketcher
-    return sketcher if sketcher.ready(index) else None
-
-
 # Rows per block of a single-query product. OpenBLAS runs larger matrix-vector products on
 # several threads, which on a shared 2-core machine wait for a busy core: a 12000 x 128
 # product took 0.1 ms alone and up to 2.7 ms threaded under load. Blocks this size stay on
@@ -230,126 +223,17 @@ def matvec(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
-SNAPSHOT_MIN_CELLS = 4096
-# Every sketch is scored in one contiguous pass when the cell budget is at least this share
-# of the store: gathering a row costs about four times reading it in order (25K Reuters
-# cells: gathering the 12000 budget rows took 1.3 ms, scoring all 25K sketches 0.27 ms).
-FULL_SCAN_SHARE = 0.25
-# One snapshot cache per index, owned here (the index knows nothing of search caches).
-_SNAPSHOTS: weakref.WeakKeyDictionary[HierIndex, SnapshotCache] = weakref.WeakKeyDictionary()
-
-
-def _centroid_sketcher(index: HierIndex, sketcher: Sketcher | None) -> Sketcher | None:
-    """The sketcher used to shortlist centroids (exactly re-scored), fitted or not.
-
-    Shortlisting only orders centroids before the best four times ``n_probe`` are scored
-    exactly, so it tolerates a basis that ranks cells too poorly to pre-score them.
-    """
-    if sketcher is not None:
-        return sketcher
-    fitted = index.sketcher
-    if fitted is not None and fitted.basis is not None and fitted.energy >= 0.5:
-        return fitted  # type: ignore[no-any-return]
-    return None
-
-
-def _snapshot(index: HierIndex, plan: SearchPlan) -> tuple[Snapshot, frozenset[str]] | None:
-    """The index's sub-list snapshot and its dirty groups (see :mod:`.snapshot`).
-
-    None for small stores (exact scoring is cheap there) and while the first snapshot is
-    not yet due. Its sketches are used only when ``usable`` (enough residual energy); its
-    packed vectors serve exact scans either way.
-    """
-    if not 0 < plan.sketch_rank < index.dim or len(index) < SNAPSHOT_MIN_CELLS:
-        return None
-    cache = _SNAPSHOTS.get(index)
-    if cache is None or cache.rank != plan.sketch_rank or cache.list_size != plan.list_size:
-        cache = SnapshotCache(plan.sketch_rank, plan.list_size)
-        _SNAPSHOTS[index] = cache
-    return cache.get(index)
-
-
 def _exact_pool(
-    index: HierIndex,
-    built: tuple[Snapshot, frozenset[str]] | None,
-    slots: Sequence[int] | range,
-    q: np.ndarray,
+    index: HierIndex, scorer: Scorer | None, slots: Sequence[int] | range, q: np.ndarray
 ) -> _Pool:
-    """Exact cosines of every cell of the given slots.
-
-    When that is every group and none changed since the snapshot was built, this is one
-    product over the snapshot's packed vectors instead of one per group (5K SciFact cells
-    in 124 groups: 0.9 ms -> about 0.15 ms).
-    """
-    n_groups = len(index.slot_groups)
-    if built is not None and len(slots) == n_groups:
-        snap, dirty = built
-        if not dirty and len(snap.slot_of) == n_groups:
-            return _Pool(snap.ids, matvec(snap.vectors, q))  # ids are never modified in place
+    """Exact cosines of every cell of the given slots (one compiled pass when the scorer
+    describes the index, else one product per group block)."""
+    if scorer is not None:
+        return _Pool(*scorer.exact(index, slots, q))
     return _Pool(*_score_groups(index, slots, q))
 
 
-def _snapshot_pool(
-    index: HierIndex,
-    snap: Snapshot,
-    dirty: frozenset[str],
-    slots: Sequence[int],
-    q: np.ndarray,
-    budget: int,
-    keep: int,
-) -> _Pool:
-    """The probed groups' best sub-lists, scored by residual sketch; the best ``keep`` exactly.
-
-    Sub-lists are ranked by the cosine of their mean; cells of the best ones, up to
-    ``budget`` cells, are scored as ``q . mean + sketch . (q P)`` in one gather and one
-    product, and the best ``keep`` of those are scored exactly. Probed groups that changed
-    since the snapshot was built (``dirty``) are scored exactly from their own blocks.
-    """
-    if dirty:
-        groups = index.slot_groups
-        live, clean = [], []
-        for s in slots:
-            gid = groups[s].gid
-            if gid in dirty:
-                live.append(s)
-            else:
-                clean.append(snap.slot_of[gid][0])
-        built = np.array(clean, np.int64)
-        live_ids, live_scores = _score_groups(index, live, q)
-        budget -= len(live_ids)
-    else:
-        built = np.asarray(slots, np.int64)
-    first = snap.first_list[built]
-    lists = ranges(first, snap.first_list[built + 1] - first)
-    base = snap.means[lists] @ q
-    lens = snap.list_len[lists]
-    if int(lens.sum()) > budget:
-        order = np.argsort(-(base * snap.inv_norms[lists]), kind="stable")
-        need = int(np.searchsorted(np.cumsum(lens[order]), max(budget, 1))) + 1
-        order = order[:need]
-        lists, base, lens = lists[order], base[order], lens[order]
-    if lists.size == snap.n_lists and not dirty:
-        # Every list, in packed order (slots are sorted): no gather needed.
-        rows = np.arange(snap.sketches.shape[0])
-        approx = matvec(snap.sketches, q @ snap.basis)
-    else:
-        rows = ranges(snap.list_start[lists], lens)
-        approx = matvec(np.take(snap.sketches, rows, axis=0), q @ snap.basis)
-    approx += np.repeat(base, lens)
-    if rows.size > keep:
-        rows = rows[top_indices(approx, keep)]
-    at = snap.position[rows]
-    ids = snap.ids
-    pool = _Pool([ids[i] for i in at.tolist()], np.take(snap.vectors, at, axis=0) @ q)
-    if dirty and live_ids:
-        pool.ids = [*pool.ids, *live_ids]
-        pool.scores = np.concatenate([pool.scores, live_scores])
-    return pool
-
-
-def _probe(
-    index: HierIndex, q: np.ndarray, n_probe: int, min_cells: int, sketcher: Sketcher | None
-) -> np.ndarray:
+def _probe(index: HierIndex, sims: np.ndarray, n_probe: int, min_cells: int) -> np.ndarray:
     """Slots of the groups to probe, most similar centroid first.
 
     At least ``n_probe`` groups, and more while they hold fewer than ``min_cells`` cells
@@ -362,18 +246,7 @@ def _probe(
     want = n_probe
     if min_cells > 0:
         want = max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
-    if want >= n_groups:
-        cand = np.arange(n_groups)
-        sims = matvec(index.centroids, q)
-    elif sketcher is not None and n_groups > 16 * want:
-        approx = matvec(sketcher.of_centroids(index), sketcher.project(q))
-        cand = top_indices(approx, 4 * want)
-        sims = np.empty(n_groups, np.float32)
-        sims[cand] = index.centroids[cand] @ q
-        cand = cand[np.argpartition(-sims[cand], want - 1)[:want]]
-    else:
-        sims = matvec(index.centroids, q)
-        cand = np.argpartition(-sims, want - 1)[:want]
+    cand = np.arange(n_groups) if want >= n_groups else np.argpartition(-sims, want - 1)[:want]
     cand = cand[np.argsort(-sims[cand], kind="stable")]
     if min_cells <= 0:
         return cand[:n_probe]
@@ -404,31 +277,6 @@ def _score_groups(
     if not parts:
         return ids, np.empty(0, np.float32)
     return ids, np.concatenate(parts)
-
-
-def _sketch_pool(
-    index: HierIndex, sketcher: Sketcher, slots: Sequence[int], q: np.ndarray, keep: int
-) -> _Pool:
-    """Score the slots' cells by sketch, then the best ``keep`` of them exactly."""
-    qr = sketcher.project(q)
-    groups = [index.slot_groups[s] for s in slots]
-    approx = np.concatenate([sketcher.of_group(g) @ qr for g in groups])
-    offsets = np.cumsum([0] + [g.n for g in groups])
-    top = np.sort(top_indices(approx, keep))
-    owner = np.searchsorted(offsets, top, side="right") - 1
-    rows = (top - offsets[owner]).tolist()
-    # One fancy-indexed product per group holding picks (picks are sorted by group).
-    bounds = [0, *(np.flatnonzero(owner[1:] != owner[:-1]) + 1).tolist(), len(rows)]
-    owners = owner.tolist()
-    ids: list[str] = []
-    parts: list[np.ndarray] = []
-    for a, b in itertools.pairwise(bounds):
-        group = groups[owners[a]]
-        picked = rows[a:b]
-        parts.append(group.vecs[picked] @ q)
-        group_ids = group.ids
-        ids.extend([group_ids[r] for r in picked])
-    return _Pool(ids, np.concatenate(parts))
 
 
 def _lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.restricted import search_restricted
+from magnetic_core._search.scorer import Scorer
 from magnetic_core._search.search import Candidate, SearchPlan, run_search
 from magnetic_core._search.topk import maximal_marginal_relevance
 from magnetic_core._search.views import cell_view, hit_view
@@ -50,14 +51,21 @@ class Selection:
 
 
 def select_hits(
-    index: HierIndex, catalog: Catalog, plan: SearchPlan, selection: Selection, explain: bool
+    index: HierIndex,
+    catalog: Catalog,
+    plan: SearchPlan,
+    selection: Selection,
+    explain: bool,
+    scorer: Scorer | None = None,
 ) -> list[Hit]:
     """The hits of ``plan`` shaped by ``selection``, best first (expansions after their hit)."""
     fetch = plan.k if selection.mmr_lambda is None else max(plan.k, selection.fetch_k)
     if selection.ids is not None:
         found = _restricted(index, catalog, plan, selection.ids, fetch)
     else:
-        found = run_search(index, catalog, plan if fetch == plan.k else replace(plan, k=fetch))
+        found = run_search(
+            index, catalog, plan if fetch == plan.k else replace(plan, k=fetch), scorer
+        )
     if selection.mmr_lambda is not None and found:
         vectors = index.vectors([c.id for c in found])
         order = maximal_marginal_relevance(plan.vector, vectors, plan.k, selection.mmr_lambda)

@@ -47,7 +47,7 @@ class Catalog:
         self.entity_cells: dict[str, set[str]] = defaultdict(set)
         self.lexical = LexicalIndex()
         self.threads = Threads()
-        self._labels: dict[str, tuple[int, str, tuple[str, ...]]] = {}
+        self._labels: dict[str, tuple[int, str, tuple[str, ...], list[str]]] = {}
 
     def __len__(self) -> int:
         return len(self.records)
@@ -99,10 +99,15 @@ class Catalog:
 
         Terms are ranked by frequency in the group times inverse document frequency in
         the whole store, so words every memory shares do not name a concept. Cached per
-        group version.
+        group version; a group's label is kept while fewer than an eighth of its members
+        changed since it was computed (a few new cells do not rename a concept, and a
+        search under steady writes would otherwise relabel every hit's group).
         """
         cached = self._labels.get(gid)
-        if cached is not None and cached[0] == version:
+        if cached is not None and (
+            cached[0] == version
+            or (cached[3] is member_ids and 0 < version - cached[0] <= len(member_ids) // 8)
+        ):
             return cached[1], cached[2]
         sample = member_ids[:100]
         term_counts: Counter[str] = Counter()
@@ -136,7 +141,8 @@ class Catalog:
             if not any(term in w for w in words):
                 words.append(term)
         label = " / ".join(words) if words else gid
-        self._labels[gid] = (version, label, top_entities)
+        # The member list is kept so that its identity marks the same group.
+        self._labels[gid] = (version, label, top_entities, member_ids)
         return label, top_entities
 
     def forget_label(self, gid: str) -> None:

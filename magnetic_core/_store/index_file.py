@@ -249,7 +249,7 @@ class Snapshot:
         tmp = self.path.with_name(f".{self.path.stem}.{os.getpid()}.tmp.npz")
         try:
             with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
+                np.savez(fh, **arrays)  # type: ignore[arg-type]  # (numpy stubs type **kwds as allow_pickle)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.path)

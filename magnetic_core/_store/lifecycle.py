@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from magnetic_core._search.scorer import Scorer
 from magnetic_core._sleep.sleeper import finish_recovery, recover
 from magnetic_core._sleep.supersession import superseded_by
 from magnetic_core._store.concurrency import RWLock
@@ -107,6 +108,9 @@ class StoreLifecycle:
         )
         self._state = state
         self._index, self._catalog = state.index, state.catalog
+        # The approximate scorer of this index: restored from the snapshot when it holds one,
+        # else built by the first search of a large store.
+        self._scorer = _scorer_of(state, self.config)
         self._calibration, self._writeback = state.calibration, state.writeback
         self._superseded = {
             c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
@@ -196,7 +200,8 @@ class StoreLifecycle:
                 if getattr(self, "_clock", None) is not None and self._clock.value:
                     self._store.delete_cells([self._clock.row_id])
                 if writeback is not None and self._stale is None:
-                    save_snapshot(self._state, self._clock)  # a fast next open
+                    # a fast next open, with the scorer's built state beside the index
+                    save_snapshot(self._state, self._clock, self._scorer.export_arrays())
             except PersistenceError as e:
                 logger.warning("the group cache was not updated (repaired on next open): %s", e)
         if self._owns_client and hasattr(self._client, "close"):
@@ -227,3 +232,18 @@ class StoreLifecycle:
                         hint="every call retries; it works again once the Chroma path or "
                         "server answers",
                     ) from e
+
+
+def _scorer_of(state: MemoryState, config: MemoryConfig) -> Scorer:
+    """The scorer saved with the snapshot, when it matches the config; else a new one."""
+    fresh = Scorer(config.sketch_rank, config.list_size)
+    if not state.extra:
+        return fresh
+    try:
+        restored = Scorer.from_arrays(state.extra, state.index)
+    except Exception as e:  # noqa: BLE001 - a cache: any defect means "build it again"
+        logger.warning("the saved search scorer was not usable (rebuilt on demand): %r", e)
+        return fresh
+    if (restored.rank, restored.list_size) != (fresh.rank, fresh.list_size):
+        return fresh  # the store was reopened with other scorer settings
+    return restored

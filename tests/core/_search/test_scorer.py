@@ -1,4 +1,4 @@
-"""The search snapshot: sub-lists per group, residual sketches, and staleness after writes."""
+"""The scorer: sub-lists per group, int8 residual codes, and its incremental update after writes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from magnetic_core._index.index import HierIndex
-from magnetic_core._search.search import _SNAPSHOTS, SearchPlan, run_search
-from magnetic_core._search.snapshot import split_lists
+from magnetic_core._search.scorer import Scorer
+from magnetic_core._search.search import SearchPlan, run_search
+from magnetic_core._search.sublists import split_lists
 from magnetic_core._store.catalog import Catalog
 from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
 
@@ -43,8 +44,16 @@ def _plan(q: np.ndarray, min_cells: int = 1200, k: int = 10) -> SearchPlan:
     )
 
 
+# One scorer per index, as a memory keeps one.
+_SCORERS: dict[int, Scorer] = {}
+
+
+def _scorer(index: HierIndex) -> Scorer:
+    return _SCORERS.setdefault(id(index), Scorer(16, 32))
+
+
 def _search(index: HierIndex, q: np.ndarray, **kw: int) -> list[str]:
-    return [c.id for c in run_search(index, Catalog(), _plan(q, **kw))]
+    return [c.id for c in run_search(index, Catalog(), _plan(q, **kw), _scorer(index))]
 
 
 def test_split_lists_partitions_a_group_into_tight_lists() -> None:
@@ -61,70 +70,77 @@ def test_split_lists_partitions_a_group_into_tight_lists() -> None:
         assert len(set(labels[members].tolist())) == 1
 
 
-def test_snapshot_search_keeps_recall_against_exact(data) -> None:
+def test_scorer_search_keeps_recall_against_exact(data) -> None:
     base, queries = data
     index = _index(base)
-    for q in queries[:2]:
-        _search(index, q)  # the snapshot is built on the second search
-    assert _SNAPSHOTS[index].snapshot is not None
+    _search(index, queries[0])
+    assert _scorer(index).usable  # the codes pre-score: this is the approximate path
     _, truth = exact_knn(base, queries, 10)
     found = [[float(base[int(c[1:])] @ q) for c in _search(index, q)] for q in queries]
     assert recall_at_k_tie_aware(found, truth, 10) >= 0.95
 
 
-def test_writes_are_searched_at_once_and_the_snapshot_is_kept_for_clean_groups(data) -> None:
+def test_a_write_recodes_only_the_groups_it_changed(data) -> None:
     base, queries = data
     index = _index(base)
     q = queries[0]
     _search(index, q)
-    _search(index, q)
-    built = _SNAPSHOTS[index].snapshot
-    assert built is not None
-    # A new cell equal to the query comes first right after it is added: its group is
-    # dirty and scored from its own block, while the other groups stay in the snapshot.
+    scorer = _scorer(index)
+    rows_before, basis = scorer._state.rows.n, scorer._basis
+    # A new cell equal to the query comes first right after it is added.
     index.assign(["new"], q[None, :].copy(), 0.6)
     assert _search(index, q)[0] == "new"
-    assert _SNAPSHOTS[index].snapshot is built
-    # Removed cells never come back, whether their group is dirty or rebuilt.
+    # Only its group was split and coded again: its rows were appended, nothing else.
+    assert scorer._state.rows.n - rows_before == index.loc["new"].n
+    assert scorer._basis is basis
+    # Removed cells never come back.
     index.remove("new")
     assert "new" not in _search(index, q)
     first = _search(index, q)[0]
     index.remove(first)
     assert first not in _search(index, q)
-    assert _SNAPSHOTS[index].snapshot is built
 
 
-def test_many_dirty_groups_rebuild_the_snapshot_and_recall_holds(data) -> None:
+def test_many_writes_compact_the_scorer_and_recall_holds(data) -> None:
     base, queries = data
     index = _index(base)
     _search(index, queries[0])
-    _search(index, queries[0])
-    built = _SNAPSHOTS[index].snapshot
+    scorer = _scorer(index)
     gone = {f"c{i}" for i in range(0, N, 7)}  # touches nearly every group
     for cid in sorted(gone):
         index.remove(cid)
+        if len(gone) and int(cid[1:]) % 10 == 0:
+            _search(index, queries[0])  # searches between the writes, as in a soak
     keep = np.array([i for i in range(N) if f"c{i}" not in gone])
     _, truth = exact_knn(base[keep], queries, 10)
     results = [_search(index, q) for q in queries]
-    assert _SNAPSHOTS[index].snapshot is not built
+    # Rows of replaced group versions are reclaimed: the arrays stay near the store's size.
+    assert scorer._state.rows.n <= 2 * len(index) + 4096
     assert not gone & {c for r in results for c in r}
     found = [[float(base[int(c[1:])] @ q) for c in r] for r, q in zip(results, queries)]
     assert recall_at_k_tie_aware(found, truth, 10) >= 0.95
 
 
-def test_vectors_survive_the_snapshot_and_later_writes(data) -> None:
+def test_search_never_rebinds_the_index_storage(data) -> None:
+    base, queries = data
+    index = _index(base)
+    blocks = {g.gid: g.vecs for g in index.slot_groups}
+    _search(index, queries[0])
+    _search(index, queries[1], min_cells=N)
+    assert all(g.vecs is blocks[g.gid] for g in index.slot_groups)
+
+
+def test_vectors_survive_the_scorer_and_later_writes(data) -> None:
     base, queries = data
     index = _index(base)
     _search(index, queries[0])
-    _search(index, queries[0])  # groups' blocks now live in the packed matrix
     rng = np.random.default_rng(0)
     gone = {f"c{i}" for i in rng.choice(N, 300, replace=False).tolist()}
     for cid in sorted(gone):
         index.remove(cid)
     extra, _ = clustered_data(300, 64, 40, spread=0.8, decay=1.5, seed=9)
     index.assign([f"x{i}" for i in range(300)], extra, 0.6)
-    _search(index, queries[1])
-    _search(index, queries[1])  # and a second snapshot over the changed groups
+    _search(index, queries[1])  # the changed groups are coded again
     for i in range(N):
         cid = f"c{i}"
         if cid not in gone:
@@ -152,12 +168,10 @@ def test_a_regrouped_index_gets_fresh_sub_lists_and_sketches(data) -> None:
     base, queries = data
     index = _index(base)
     _search(index, queries[0])
-    _search(index, queries[0])
     index.regroup(0.75)
     _, truth = exact_knn(base, queries, 10)
     results = [_search(index, q) for q in queries]
-    results = [_search(index, q) for q in queries]  # from the rebuilt snapshot
-    assert _SNAPSHOTS[index].snapshot.epoch == index.centroid_epoch
+    assert _scorer(index).current(index)
     found = [[float(base[int(c[1:])] @ q) for c in r] for r, q in zip(results, queries)]
     assert recall_at_k_tie_aware(found, truth, 10) >= 0.95
 
@@ -165,14 +179,12 @@ def test_a_regrouped_index_gets_fresh_sub_lists_and_sketches(data) -> None:
 def test_a_budget_near_the_store_size_scores_every_sketch_in_one_pass(data) -> None:
     base, queries = data
     index = _index(base)
-    for q in queries[:2]:
-        _search(index, q)
     _, truth = exact_knn(base, queries, 10)
 
     def found(min_cells: int) -> tuple[list[list[float]], set[int]]:
         scores, probed = [], set()
         for q in queries:
-            got = run_search(index, Catalog(), _plan(q, min_cells=min_cells))
+            got = run_search(index, Catalog(), _plan(q, min_cells=min_cells), _scorer(index))
             scores.append([float(base[int(c.id[1:])] @ q) for c in got])
             probed |= {c.probed_groups for c in got}
         return scores, probed
@@ -189,10 +201,7 @@ def test_a_budget_near_the_store_size_scores_every_sketch_in_one_pass(data) -> N
 def test_a_group_emptied_after_the_build_never_returns_its_cells(data) -> None:
     base, queries = data
     index = _index(base)
-    for q in queries[:2]:
-        _search(index, q)
-    built = _SNAPSHOTS[index].snapshot
-    assert built is not None
+    _search(index, queries[0])
     # Empty a group that is not in the last slot: the last slot's group moves into its
     # slot, unchanged, and must still be searched under its own sub-lists.
     victim = index.slot_groups[0]
@@ -208,11 +217,10 @@ def test_a_group_emptied_after_the_build_never_returns_its_cells(data) -> None:
     assert _search(index, q)[0] in tail.ids
 
 
-def test_exact_scans_of_every_group_use_the_packed_vectors_and_stay_exact(data) -> None:
+def test_exact_scans_of_every_group_stay_exact(data) -> None:
     base, queries = data
     index = _index(base)
-    for q in queries[:2]:
-        _search(index, q)
+    _search(index, queries[0])
     # A budget of the whole store probes every group; k=100 keeps 400 candidates, too many
     # to pre-score by sketch: every cell is scored exactly.
     q = queries[5]
@@ -221,3 +229,57 @@ def test_exact_scans_of_every_group_use_the_packed_vectors_and_stay_exact(data) 
     # A changed group: the scan goes group by group, still exact, without the removed cell.
     index.remove(f"c{truth[0]}")
     assert _search(index, q, k=100, min_cells=N) == [f"c{i}" for i in truth[1:101]]
+
+
+def _reloaded(index: HierIndex, seed: int) -> HierIndex:
+    """The same groups and cells, placed in another order (as a reopen from Chroma may)."""
+    cells = [(cid, g.gid) for g in index.slot_groups for cid in g.ids]
+    order = np.random.default_rng(seed).permutation(len(cells))
+    again = HierIndex(index.dim, index.max_group_size)
+    for i in order.tolist():
+        cid, gid = cells[i]
+        again.place(cid, index.vector(cid).copy(), gid)
+    again.finish_placing()
+    return again
+
+
+def test_exported_arrays_restore_the_scorer_into_a_reloaded_index(data) -> None:
+    base, queries = data
+    index = _index(base)
+    before = [_search(index, q) for q in queries[:10]]
+    arrays = _scorer(index).export_arrays()
+    assert all(isinstance(v, np.ndarray) for v in arrays.values())
+    again = _reloaded(index, seed=1)
+    restored = Scorer.from_arrays(arrays, again)
+    assert not restored._state.stale.any()  # every group restored, none to code again
+    after = [[c.id for c in run_search(again, Catalog(), _plan(q), restored)] for q in queries[:10]]
+    assert after == before
+    # A group changed before the restore is coded again rather than served stale.
+    victim = again.slot_groups[0]
+    gone = victim.ids[0]
+    again.remove(gone)
+    changed = Scorer.from_arrays(arrays, again)
+    assert changed._state.stale[victim.slot]
+    q = base[int(victim.ids[0][1:])]
+    assert gone not in [c.id for c in run_search(again, Catalog(), _plan(q), changed)]
+
+
+def test_small_stores_build_nothing_and_growth_refits_the_basis() -> None:
+    vecs, _ = clustered_data(20000, 32, 60, spread=0.8, decay=1.5, seed=5)
+    index = HierIndex(32, 256)
+    index.assign([f"c{i}" for i in range(3000)], vecs[:3000], 0.6)
+    scorer = Scorer(8, 32)
+    assert not scorer.sync(index) and not scorer.current(index)  # under MIN_CELLS
+    index.assign([f"c{i}" for i in range(3000, 5000)], vecs[3000:5000], 0.6)
+    assert scorer.sync(index)
+    basis = scorer._basis
+    index.assign([f"c{i}" for i in range(5000, 12000)], vecs[5000:12000], 0.6)
+    scorer.sync(index)
+    assert scorer._basis is basis  # grown 2.4-fold: the basis is kept
+    index.assign([f"c{i}" for i in range(12000, 20000)], vecs[12000:], 0.6)
+    scorer.sync(index)
+    assert scorer._basis is not basis  # grown 4-fold: refitted, every group coded again
+    assert not scorer._state.stale.any()
+    scorer.configure(4, 32)  # other settings: everything is dropped and rebuilt
+    assert scorer._basis is None
+    assert scorer.sync(index) and scorer._basis.shape == (32, 4)

@@ -1,0 +1,330 @@
+"""Compiled inner loops of search (numba): code scans, top-k selection, exact rerank.
+
+Each kernel has a plain numpy twin in the tests (``tests/core/test_kernels.py``). All are
+compiled once and cached on disk (``cache=True``), so a fresh process loads them in a few
+milliseconds instead of compiling them again; ``nogil`` lets searches in several threads
+run at once.
+
+Approximate kernels (int8 code scans) may reorder float additions (``reassoc``), which
+changes scores in the last bits only; the exact kernel accumulates in float64, so
+``hit.score`` is the cosine to float32 precision whatever the summation order.
+
+The exact rerank reads cells straight from the index's own group blocks, which are
+separate arrays, by address: copying every vector into one packed matrix would double the
+store's memory, and numba's typed lists take seconds to compile in every fresh process. The
+scorer keeps a reference to each block it hands out an address of, so an address never
+outlives its array; a block is only read while its group is unchanged since it was
+registered (writes take the store's write lock, searches its read lock).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+
+__all__ = [
+    "block_scores",
+    "code_scores",
+    "encode",
+    "exact_rows",
+    "exact_top",
+    "list_scores",
+    "listed_code_top",
+    "project",
+    "spherical_kmeans",
+    "top_k",
+]
+
+# Reordering float additions lets LLVM vectorise the reductions; no 'nnan'/'ninf', so
+# comparisons with infinities keep their meaning.
+_FAST = {"reassoc", "contract", "nsz", "arcp"}
+
+
+@intrinsic
+def _f32_ptr(typingctx, address):  # type: ignore[no-untyped-def]
+    """A float32 pointer from an integer address (the address of a live numpy block)."""
+    if not isinstance(address, types.Integer):
+        return None
+    sig = types.CPointer(types.float32)(address)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _worse(va: float, ia: int, vb: float, ib: int) -> bool:
+    """Whether entry a ranks below entry b: lower value, or equal value and later index."""
+    return va < vb or (va == vb and ia > ib)
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(hv: np.ndarray, hi: np.ndarray, n: int, pos: int) -> None:
+    while True:
+        child = 2 * pos + 1
+        if child >= n:
+            return
+        if child + 1 < n and _worse(hv[child + 1], hi[child + 1], hv[child], hi[child]):
+            child += 1
+        if not _worse(hv[child], hi[child], hv[pos], hi[pos]):
+            return
+        hv[pos], hv[child] = hv[child], hv[pos]
+        hi[pos], hi[child] = hi[child], hi[pos]
+        pos = child
+
+
+@njit(cache=True, nogil=True)
+def top_k(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values``, best first; ties go to the lower index.
+
+    A min-heap of the best ``k`` seen: an entry that does not beat the heap's worst costs
+    one comparison, so a long array is read about once. Fewer than ``k`` values: all of
+    them, sorted. NaN values are never picked once ``k`` finite values are held.
+    """
+    n = values.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.empty(0, np.int64)
+    hv = np.empty(k, values.dtype)
+    hi = np.empty(k, np.int64)
+    for i in range(k):
+        hv[i] = values[i]
+        hi[i] = i
+    for pos in range(k // 2 - 1, -1, -1):
+        _sift_down(hv, hi, k, pos)
+    for i in range(k, n):
+        v = values[i]
+        if v > hv[0]:
+            hv[0] = v
+            hi[0] = i
+            _sift_down(hv, hi, k, 0)
+    by_index = np.argsort(hi)
+    hv = hv[by_index]
+    hi = hi[by_index]
+    order = np.argsort(-hv, kind="mergesort")  # stable: equal values keep index order
+    return hi[order]
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def code_scores(codes: np.ndarray, scales: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Approximate dot products of int8 code rows with ``q``: ``scale_i * (codes_i . q)``."""
+    n, m = codes.shape
+    out = np.empty(n, np.float32)
+    for i in range(n):
+        acc = np.float32(0.0)
+        for j in range(m):
+            acc += np.float32(codes[i, j]) * q[j]
+        out[i] = acc * scales[i]
+    return out
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def list_scores(
+    means: np.ndarray, inv_norms: np.ndarray, lists: np.ndarray, q: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(q . mean, cosine(q, mean))`` of the given sub-lists."""
+    m = lists.shape[0]
+    d = q.shape[0]
+    base = np.empty(m, np.float32)
+    cos = np.empty(m, np.float32)
+    for t in range(m):
+        j = lists[t]
+        acc = np.float32(0.0)
+        for c in range(d):
+            acc += means[j, c] * q[c]
+        base[t] = acc
+        cos[t] = acc * inv_norms[j]
+    return base, cos
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def listed_code_top(
+    codes: np.ndarray,
+    scales: np.ndarray,
+    list_start: np.ndarray,
+    list_len: np.ndarray,
+    lists: np.ndarray,
+    base: np.ndarray,
+    qp: np.ndarray,
+    keep: int,
+) -> np.ndarray:
+    """The ``keep`` best rows of the given sub-lists by ``base[list] + scale * codes . qp``.
+
+    Returns arena row numbers, best first (ties: the earlier row in list order).
+    """
+    total = 0
+    for t in range(lists.shape[0]):
+        total += list_len[lists[t]]
+    rows = np.empty(total, np.int64)
+    approx = np.empty(total, np.float32)
+    m = qp.shape[0]
+    at = 0
+    for t in range(lists.shape[0]):
+        j = lists[t]
+        b = base[t]
+        start = list_start[j]
+        for r in range(start, start + list_len[j]):
+            acc = np.float32(0.0)
+            for c in range(m):
+                acc += np.float32(codes[r, c]) * qp[c]
+            rows[at] = r
+            approx[at] = b + acc * scales[r]
+            at += 1
+    return rows[top_k(approx, keep)]
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _dot_at(address: int, q: np.ndarray) -> np.float32:
+    """Exact dot product of ``q`` with the float32 row at ``address`` (float64 sum)."""
+    p = _f32_ptr(address)  # type: ignore[call-arg,var-annotated]  # numba adds typingctx
+    acc = 0.0
+    for c in range(q.shape[0]):
+        acc += np.float64(p[c]) * np.float64(q[c])
+    return np.float32(acc)
+
+
+@njit(cache=True, nogil=True)
+def exact_top(
+    addresses: np.ndarray,
+    row_block: np.ndarray,
+    row_in_block: np.ndarray,
+    rows: np.ndarray,
+    q: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact cosines of the given arena rows from their blocks; the best ``k``, best first.
+
+    Returns ``(rows, scores)``; ties keep the order of ``rows``.
+    """
+    n = rows.shape[0]
+    stride = q.shape[0] * 4
+    scores = np.empty(n, np.float32)
+    for t in range(n):
+        r = rows[t]
+        scores[t] = _dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+    best = top_k(scores, k)
+    return rows[best], scores[best]
+
+
+@njit(cache=True, nogil=True)
+def exact_rows(
+    addresses: np.ndarray, counts: np.ndarray, blocks: np.ndarray, q: np.ndarray
+) -> np.ndarray:
+    """Exact cosines of every row of the given blocks, block after block, in block order."""
+    total = 0
+    for t in range(blocks.shape[0]):
+        total += counts[blocks[t]]
+    out = np.empty(total, np.float32)
+    stride = q.shape[0] * 4
+    at = 0
+    for t in range(blocks.shape[0]):
+        h = blocks[t]
+        start = addresses[h]
+        for r in range(counts[h]):
+            out[at] = _dot_at(start + np.int64(r) * stride, q)
+            at += 1
+    return out
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def project(x: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """``x @ basis`` for one vector, on the calling thread (BLAS would start threads)."""
+    d, r = basis.shape
+    out = np.zeros(r, np.float32)
+    for c in range(d):
+        xc = x[c]
+        for j in range(r):
+            out[j] += xc * basis[c, j]
+    return out
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def encode(
+    vecs: np.ndarray, order: np.ndarray, owner: np.ndarray, means: np.ndarray, basis: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes of residuals ``(vecs[order[i]] - means[owner[i]]) @ basis``, one scale a row.
+
+    The scale maps a row's largest magnitude to 127 (an all-zero row: scale 0, codes 0), as
+    :func:`magnetic_core._search.sublists.quantize` does. Computed on the calling thread:
+    the scorer codes a few small groups after each write, where BLAS's thread start-up
+    costs more than the product.
+    """
+    n = order.shape[0]
+    d, r = basis.shape
+    codes = np.empty((n, r), np.int8)
+    scales = np.empty(n, np.float32)
+    row = np.empty(r, np.float32)
+    for i in range(n):
+        row[:] = 0.0
+        v = order[i]
+        m = owner[i]
+        for c in range(d):
+            xc = vecs[v, c] - means[m, c]
+            for j in range(r):
+                row[j] += xc * basis[c, j]
+        top = np.float32(0.0)
+        for j in range(r):
+            top = max(top, abs(row[j]))
+        scale = top / np.float32(127.0)
+        scales[i] = scale
+        inv = np.float32(1.0) / scale if scale > 0 else np.float32(0.0)
+        for j in range(r):
+            codes[i, j] = np.int8(min(127.0, max(-127.0, np.rint(row[j] * inv))))
+    return codes, scales
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _nearest(vecs: np.ndarray, centres: np.ndarray, owner: np.ndarray) -> None:
+    """Each row's most similar centre (the first on ties)."""
+    n, d = vecs.shape
+    s = centres.shape[0]
+    for i in range(n):
+        best, best_j = np.float32(-np.inf), 0
+        for j in range(s):
+            acc = np.float32(0.0)
+            for c in range(d):
+                acc += vecs[i, c] * centres[j, c]
+            if acc > best:
+                best, best_j = acc, j
+        owner[i] = best_j
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def spherical_kmeans(vecs: np.ndarray, centres: np.ndarray, iters: int) -> np.ndarray:
+    """Owners after ``iters`` rounds of spherical k-means from the given centres.
+
+    A centre left without members keeps its place. On the calling thread, for the same
+    reason as :func:`encode`.
+    """
+    n, d = vecs.shape
+    s = centres.shape[0]
+    centres = centres.copy()
+    owner = np.empty(n, np.int64)
+    sums = np.empty((s, d), np.float32)
+    for _ in range(iters):
+        _nearest(vecs, centres, owner)
+        sums[:] = 0.0
+        for i in range(n):
+            sums[owner[i]] += vecs[i]
+        for j in range(s):
+            norm = np.sqrt(np.sum(sums[j] * sums[j]))
+            if norm > 1e-12:
+                centres[j] = sums[j] / norm
+    _nearest(vecs, centres, owner)
+    return owner
+
+
+@njit(cache=True, nogil=True)
+def block_scores(vecs: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Exact cosines of every row of one (n, d) block (float64 sums, as the other exact
+    kernels), on the calling thread."""
+    n, d = vecs.shape
+    out = np.empty(n, np.float32)
+    for i in range(n):
+        acc = 0.0
+        for c in range(d):
+            acc += np.float64(vecs[i, c]) * np.float64(q[c])
+        out[i] = np.float32(acc)
+    return out

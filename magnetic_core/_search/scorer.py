@@ -1,0 +1,393 @@
+"""The one approximate scorer of large stores: sub-lists, int8 residual codes, exact rerank.
+
+Groups are concepts, and a concept can be broad: at 100K Reuters passages a group holds
+about a hundred cells, and the nearest neighbours of a query are spread over many groups.
+The scorer splits each group into a few tight *sub-lists* (k-means inside the group, about
+``list_size`` cells each) and keeps, per cell, an int8 *code* of its residual (its vector
+minus its sub-list's mean) projected on the top ``rank`` principal directions of those
+residuals, with one scale per cell. A query ranks the probed groups' sub-lists by their
+mean, scores the cells of the best ones as ``q . mean + scale * code . (q P)`` in one
+compiled pass (:mod:`magnetic_core._search.kernels`), and scores the best ``keep`` of
+those exactly from the index's own blocks. The centroids get int8 codes too, so the
+centroid stage is one compiled scan of a quarter of the bytes.
+
+Everything is kept per group version. After a write, the groups that changed are *stale*:
+the next searches score them exactly from their own blocks while re-splitting and re-coding
+them, a bounded number of cells per search (``RECODE_ROWS``); their new rows are appended
+to the scorer's arrays, and the rows they replace become garbage, reclaimed by a compaction
+once they outnumber the live ones. The basis is fitted once the store reaches ``MIN_CELLS``
+and refitted each time it has grown ``REFIT_GROWTH``-fold, which recodes every group
+(amortised over the growth).
+The scorer never writes to the index: it reads the groups' blocks by address and holds a
+reference to every block it reads (see the kernels' module docstring).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from magnetic_core._search.scorer_state import ScorerState
+from magnetic_core._search.sublists import (
+    SubLists,
+    principal_basis,
+    quantize,
+    ranges,
+    split_lists,
+)
+
+if TYPE_CHECKING:
+    from magnetic_core._index.index import Group, HierIndex
+
+__all__ = ["FULL_SCAN_SHARE", "MIN_CELLS", "Scorer"]
+
+
+def _kernels() -> ModuleType:
+    """The compiled kernels, imported on first use: importing numba takes about a second,
+    which stores too small for the scorer (and commands that never search) do not pay."""
+    from magnetic_core._search import kernels
+
+    return kernels
+
+
+# The scorer's policy, in one place.
+MIN_CELLS = 4096  # smaller stores are scored exactly (one product per probed group is cheap)
+MIN_ENERGY = 0.6  # share of the residuals' second moment the basis must hold to pre-score
+REFIT_GROWTH = 4  # refit the basis each time the store has grown this many times
+SAMPLE = 16384  # at most this many residuals fit the basis
+# Every group is probed and every code scored when the cell budget is at least this share
+# of the store: a pass over all codes costs little more than the budget's, and misses none.
+FULL_SCAN_SHARE = 0.25
+# Compact the arrays when rows no longer described by a live group exceed the live ones.
+GARBAGE_SHARE = 1.0
+# Cells of changed groups split and coded again per search, at most; the other changed
+# groups are scored exactly meanwhile. Coding a cell costs about ``rank`` times scoring it
+# exactly once, so under steady writes most changed groups are cheaper to score exactly
+# until they settle, and a burst of writes never makes one query pay for all of them.
+RECODE_ROWS = 256
+
+
+class Scorer:
+    """Sub-lists, codes and centroid codes of one index, kept in step with its groups.
+
+    Args:
+        rank: code dimension (principal directions of the residuals).
+        list_size: target cells per sub-list.
+    """
+
+    def __init__(self, rank: int = 128, list_size: int = 32) -> None:
+        self.rank = rank
+        self.list_size = list_size
+        self.energy = 0.0
+        self._index: HierIndex | None = None
+        self._epoch = -1
+        self._basis: np.ndarray | None = None
+        self._fitted_n = 0
+        self._state = ScorerState(0, rank)
+        # Searches run concurrently under the store's read lock: one updates, others wait.
+        self._lock = threading.Lock()
+
+    # -- keeping in step -----------------------------------------------------------------
+    def configure(self, rank: int, list_size: int) -> None:
+        """Use these settings from now on (everything built is dropped if they differ)."""
+        if (rank, list_size) != (self.rank, self.list_size):
+            with self._lock:
+                self.rank, self.list_size = rank, list_size
+                self._index, self._epoch, self._basis, self._fitted_n = None, -1, None, 0
+                self.energy = 0.0
+                self._state = ScorerState(0, rank)
+
+    def current(self, index: HierIndex) -> bool:
+        """Whether the scorer describes ``index`` as it is now (after :meth:`sync`)."""
+        return self._index is index and self._epoch == index.centroid_epoch
+
+    @property
+    def usable(self) -> bool:
+        """Whether the basis holds enough residual energy for codes to pre-score."""
+        return self._basis is not None and self.energy >= MIN_ENERGY
+
+    def sync(self, index: HierIndex) -> bool:
+        """Bring the scorer up to date with ``index``; whether its codes may pre-score.
+
+        Builds nothing (and returns False) for stores under ``MIN_CELLS`` cells or a rank
+        not below the dimension. Otherwise the first call builds everything; later calls
+        find the groups changed since and re-code up to ``RECODE_ROWS`` of their cells.
+        """
+        if not 0 < self.rank < index.dim or len(index) < MIN_CELLS:
+            return False
+        if self.current(index) and not self._state.stale.any():
+            return self.usable
+        with self._lock:
+            n = len(index)
+            if (
+                self._index is not index
+                or self._basis is None
+                or n >= REFIT_GROWTH * self._fitted_n
+            ):
+                self._rebuild(index)
+            elif self._epoch != index.centroid_epoch:
+                self._find_stale(index)
+            self._recode(index, RECODE_ROWS)
+            if self._state.rows.n - n > GARBAGE_SHARE * n + 4096:
+                self._state = self._compacted(index)
+            self._epoch = index.centroid_epoch
+        return self.usable
+
+    def _find_stale(self, index: HierIndex) -> None:
+        """Mark the slots whose group changed or moved; re-code their centroids."""
+        st = self._state
+        groups = index.slot_groups
+        st.resize(len(groups))
+        keys = st.slot_key
+        changed = [
+            s
+            for s, g in enumerate(groups)
+            if (key := keys[s]) is None or key[0] is not g or key[1] != g.version
+        ]
+        st.stale[changed] = True
+        self._code_centroids(index, changed)
+
+    def _recode(self, index: HierIndex, budget: int) -> None:
+        """Split and code stale groups, largest share of the budget first come first."""
+        st = self._state
+        groups = index.slot_groups
+        done = 0
+        for s in np.flatnonzero(st.stale).tolist():
+            if done >= budget:
+                break
+            group = groups[s]
+            self._register(st, s, group, split_lists(group.view, self.list_size))
+            done += group.n
+
+    def _rebuild(self, index: HierIndex) -> None:
+        """Split and code every group; refit the basis on a sample of their residuals."""
+        groups = index.slot_groups
+        lists = [split_lists(g.view, self.list_size) for g in groups]
+        step = max(1, len(index) // SAMPLE)
+        sample = [lst.residuals(g.view, step) for g, lst in zip(groups, lists, strict=True)]
+        self._basis, self.energy = principal_basis(np.concatenate(sample), self.rank)
+        self._fitted_n = len(index)
+        st = ScorerState(index.dim, self.rank)
+        st.resize(len(groups))
+        for s, (group, lst) in enumerate(zip(groups, lists, strict=True)):
+            self._register(st, s, group, lst)
+        self._state = st
+        self._index = index
+        self._code_centroids(index, range(len(groups)))
+
+    def _compacted(self, index: HierIndex) -> ScorerState:
+        """A copy of the state holding only the rows of the blocks slots point at."""
+        old = self._state
+        new = ScorerState(index.dim, self.rank)
+        new.resize(len(index.slot_groups))
+        for s, h in enumerate(old.slot_block.tolist()):
+            key = old.slot_key[s]
+            if h < 0 or key is None or old.stale[s]:
+                continue
+            first, end = int(old.blocks.first[h]), int(old.blocks.end[h])
+            lens = old.lists.len[first:end]
+            rows = ranges(old.lists.start[first:end], lens)
+            new.append(
+                s,
+                key[0],
+                old.lists.mean[first:end],
+                lens,
+                old.rows.code[rows],
+                old.rows.scale[rows],
+                old.rows.row[rows],
+            )
+        new.centroid_code, new.centroid_scale = old.centroid_code, old.centroid_scale
+        return new
+
+    def _register(self, st: ScorerState, slot: int, group: Group, lst: SubLists) -> None:
+        """Code a group's residuals and add it to ``st``."""
+        assert self._basis is not None
+        owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)
+        code, scale = _kernels().encode(group.view, lst.order, owner, lst.means, self._basis)
+        st.append(slot, group, lst.means, lst.lengths, code, scale, lst.order)
+
+    def _code_centroids(self, index: HierIndex, slots: range | list[int]) -> None:
+        st = self._state
+        g = len(index.slot_groups)
+        if st.centroid_scale.shape[0] != g:
+            code = np.zeros((g, index.dim), np.int8)
+            scale = np.zeros(g, np.float32)
+            keep = min(g, st.centroid_scale.shape[0])
+            code[:keep] = st.centroid_code[:keep]
+            scale[:keep] = st.centroid_scale[:keep]
+            st.centroid_code, st.centroid_scale = code, scale
+        if len(slots):
+            at = np.asarray(slots, np.int64)
+            st.centroid_code[at], st.centroid_scale[at] = quantize(index.centroids[at])
+
+    # -- persisting ----------------------------------------------------------------------
+    def export_arrays(self) -> dict[str, np.ndarray]:
+        """The built state as plain numpy arrays, for a persisted index (empty if unbuilt).
+
+        Cells are named by id, so :meth:`from_arrays` can restore the state into an index
+        loaded in another order. Groups changed since they were coded are left out (they
+        are coded again after the restore).
+        """
+        st, index = self._state, self._index
+        if self._basis is None or index is None:
+            return {}
+        slots = np.flatnonzero(~st.stale[: len(index.slot_groups)] & (st.slot_block >= 0))
+        blocks = st.slot_block[slots]
+        first, end = st.blocks.first[blocks], st.blocks.end[blocks]
+        lists = ranges(first, end - first)
+        rows = ranges(st.lists.start[lists], st.lists.len[lists])
+        groups = st.block_group
+        owner, at = st.rows.block[rows].tolist(), st.rows.row[rows].tolist()
+        return {
+            "basis": self._basis,
+            "meta": np.array([self.rank, self.list_size, self._fitted_n], np.int64),
+            "energy": np.array([self.energy]),
+            "gids": np.array([groups[h].gid for h in blocks.tolist()], dtype=np.str_),
+            "group_lists": (end - first).astype(np.int64),
+            "list_mean": st.lists.mean[lists],
+            "list_len": st.lists.len[lists],
+            "cell_ids": np.array([groups[h].ids[r] for h, r in zip(owner, at)], dtype=np.str_),
+            "code": st.rows.code[rows],
+            "scale": st.rows.scale[rows],
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], index: HierIndex) -> Scorer:
+        """A scorer for ``index`` from :meth:`export_arrays`' output.
+
+        A group whose cells differ from the exported ones (or is missing from the export)
+        starts stale: it is scored exactly and coded again by later searches.
+        """
+        rank, list_size, fitted_n = (int(v) for v in arrays["meta"])
+        scorer = cls(rank, list_size)
+        scorer._basis = np.ascontiguousarray(arrays["basis"], np.float32)
+        scorer.energy, scorer._fitted_n = float(arrays["energy"][0]), fitted_n
+        st = ScorerState(index.dim, rank)
+        st.resize(len(index.slot_groups))
+        group_lists = np.asarray(arrays["group_lists"], np.int64)
+        list_len = np.asarray(arrays["list_len"], np.int64)
+        list_at = np.cumsum(group_lists) - group_lists
+        row_counts = np.add.reduceat(list_len, list_at) if list_len.size else list_len
+        row_at = np.cumsum(row_counts) - row_counts
+        ids = arrays["cell_ids"].tolist()
+        for g, gid in enumerate(arrays["gids"].tolist()):
+            group = index.groups.get(gid)
+            n, r0 = int(row_counts[g]), int(row_at[g])
+            if group is None or group.n != n:
+                continue
+            rows = [group.rows.get(cid) for cid in ids[r0 : r0 + n]]
+            if None in rows:
+                continue
+            l0, l1 = int(list_at[g]), int(list_at[g] + group_lists[g])
+            st.append(
+                group.slot,
+                group,
+                np.asarray(arrays["list_mean"][l0:l1], np.float32),
+                list_len[l0:l1],
+                np.asarray(arrays["code"][r0 : r0 + n], np.int8),
+                np.asarray(arrays["scale"][r0 : r0 + n], np.float32),
+                np.asarray(rows, np.int32),
+            )
+        scorer._state, scorer._index = st, index
+        scorer._code_centroids(index, range(len(index.slot_groups)))
+        scorer._epoch = index.centroid_epoch
+        return scorer
+
+    # -- scoring -------------------------------------------------------------------------
+    def centroid_scores(self, q: np.ndarray) -> np.ndarray:
+        """Approximate cosine of ``q`` with every centroid, by slot (int8 codes)."""
+        st = self._state
+        return _kernels().code_scores(st.centroid_code, st.centroid_scale, q)
+
+    def probe(
+        self, index: HierIndex, slots: np.ndarray, q: np.ndarray, budget: int, keep: int, k: int
+    ) -> tuple[list[str], np.ndarray]:
+        """Ids and exact cosines of the best cells of the given slots' best sub-lists.
+
+        Sub-lists are ranked by the cosine of their mean; the cells of the best ones (up
+        to ``budget`` cells) are scored by code, the best ``keep`` of those exactly, and
+        the best ``k`` of those are returned, best first. Stale groups among ``slots`` are
+        scored exactly, every cell, and their cells count against the budget.
+        """
+        assert self._basis is not None
+        kern = _kernels()
+        st = self._state
+        stale = st.stale[slots]
+        extra_ids: list[str] = []
+        extra = np.empty(0, np.float32)
+        if stale.any():
+            extra_ids, extra = _exact_groups(index, slots[stale], q, k)
+            budget -= int(_sizes(index, slots[stale]).sum())
+            slots = slots[~stale]
+        blocks = st.slot_block[slots]
+        first = st.blocks.first[blocks]
+        lists = ranges(first, st.blocks.end[blocks] - first)
+        base, cos = kern.list_scores(st.lists.mean, st.lists.inv, lists, q)
+        lens = st.lists.len[lists]
+        if int(lens.sum()) > budget:
+            order = kern.top_k(cos, cos.shape[0])
+            need = int(np.searchsorted(np.cumsum(lens[order]), max(budget, 1))) + 1
+            order = order[:need]
+            lists, base = lists[order], base[order]
+        qp = kern.project(q, self._basis)
+        rows = st.rows
+        picked = kern.listed_code_top(
+            rows.code, rows.scale, st.lists.start, st.lists.len, lists, base, qp, keep
+        )
+        best, scores = kern.exact_top(st.blocks.address, rows.block, rows.row, picked, q, k)
+        groups = st.block_group
+        ids = [
+            groups[h].ids[r]
+            for h, r in zip(rows.block[best].tolist(), rows.row[best].tolist(), strict=True)
+        ]
+        if extra_ids:
+            return ids + extra_ids, np.concatenate([scores, extra])
+        return ids, scores
+
+    def exact(
+        self, index: HierIndex, slots: Sequence[int] | np.ndarray | range, q: np.ndarray
+    ) -> tuple[list[str], np.ndarray]:
+        """Ids and exact cosines of every cell of the given slots."""
+        st = self._state
+        slots = np.asarray(slots, np.int64)
+        stale = st.stale[slots]
+        blocks = st.slot_block[slots[~stale]]
+        scores = _kernels().exact_rows(st.blocks.address, st.blocks.count, blocks, q)
+        groups = st.block_group
+        ids = list(itertools.chain.from_iterable(groups[h].ids for h in blocks.tolist()))
+        if stale.any():
+            extra_ids, extra = _exact_groups(index, slots[stale], q)
+            return ids + extra_ids, np.concatenate([scores, extra])
+        return ids, scores
+
+
+def _exact_groups(
+    index: HierIndex, slots: np.ndarray, q: np.ndarray, k: int | None = None
+) -> tuple[list[str], np.ndarray]:
+    """Exact cosines of the cells of the given groups, from their own blocks.
+
+    Every cell, or only the best ``k`` (ids are made only for the cells returned).
+    """
+    kern = _kernels()
+    groups = [index.slot_groups[s] for s in slots.tolist()]
+    if not groups:
+        return [], np.empty(0, np.float32)
+    scores = np.concatenate([kern.block_scores(g.view, q) for g in groups])
+    if k is None or k >= scores.shape[0]:
+        return list(itertools.chain.from_iterable(g.ids for g in groups)), scores
+    best = np.sort(kern.top_k(scores, k))
+    sizes = np.fromiter((g.n for g in groups), np.int64, len(groups))
+    starts = np.cumsum(sizes) - sizes
+    owner = np.searchsorted(starts, best, side="right") - 1
+    rows = (best - starts[owner]).tolist()
+    return [groups[o].ids[r] for o, r in zip(owner.tolist(), rows, strict=True)], scores[best]
+
+
+def _sizes(index: HierIndex, slots: np.ndarray) -> np.ndarray:
+    groups = index.slot_groups
+    return np.fromiter((groups[s].n for s in slots.tolist()), np.int64, slots.shape[0])

@@ -1,0 +1,133 @@
+"""The scorer's arrays: growable columns for blocks, sub-lists and coded cells, by slot.
+
+:class:`ScorerState` is what :class:`magnetic_core._search.scorer.Scorer` builds and swaps
+whole (after a rebuild or a compaction); within one state, rows are only ever appended, so
+a search reading it while another search appends sees a consistent prefix.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from magnetic_core._index.index import Group
+
+__all__ = ["ScorerState"]
+
+
+class _Arena:
+    """Growable column arrays sharing one row count (capacity doubles when full)."""
+
+    def __init__(self, **columns: tuple[tuple[int, ...], type]) -> None:
+        self.n = 0
+        self.cols: dict[str, np.ndarray] = {
+            name: np.empty((16, *shape), dt) for name, (shape, dt) in columns.items()
+        }
+
+    def append(self, **values: np.ndarray) -> int:
+        """Append rows (every column); returns the first new row number."""
+        k = len(next(iter(values.values())))
+        start, end = self.n, self.n + k
+        cap = next(iter(self.cols.values())).shape[0]
+        if end > cap:
+            cap = max(2 * cap, end)
+            for name, col in self.cols.items():
+                grown = np.empty((cap, *col.shape[1:]), col.dtype)
+                grown[:start] = col[:start]
+                self.cols[name] = grown
+        for name, value in values.items():
+            self.cols[name][start:end] = value
+        self.n = end
+        return start
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        try:
+            return self.__dict__["cols"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class ScorerState:
+    """The scorer's arrays for one index (swapped whole by a rebuild or a compaction).
+
+    Blocks: one per group version coded (its group, its block kept alive, its lists);
+    lists: per sub-list mean, 1 / |mean|, first row and length; rows: per cell its code,
+    scale, block and row in that block. ``slot_block[s]`` is the block describing the group
+    in slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
+    """
+
+    def __init__(self, dim: int, rank: int) -> None:
+        self.block_group: list[Group] = []
+        self.block_ref: list[np.ndarray] = []
+        self.blocks = _Arena(
+            address=((), np.int64), count=((), np.int64), first=((), np.int64), end=((), np.int64)
+        )
+        self.lists = _Arena(
+            mean=((dim,), np.float32),
+            inv=((), np.float32),
+            start=((), np.int64),
+            len=((), np.int64),
+        )
+        self.rows = _Arena(
+            code=((rank,), np.int8),
+            scale=((), np.float32),
+            block=((), np.int32),
+            row=((), np.int32),
+        )
+        self.slot_key: list[tuple[Group, int] | None] = []
+        self.slot_block = np.empty(0, np.int64)
+        self.stale = np.empty(0, bool)
+        self.centroid_code = np.empty((0, dim), np.int8)
+        self.centroid_scale = np.empty(0, np.float32)
+
+    def resize(self, n_slots: int) -> None:
+        """Follow the index's slot count (new slots start stale)."""
+        keys = self.slot_key
+        del keys[n_slots:]
+        keys.extend([None] * (n_slots - len(keys)))
+        keep = min(n_slots, self.slot_block.shape[0])
+        blocks = np.full(n_slots, -1, np.int64)
+        blocks[:keep] = self.slot_block[:keep]
+        stale = np.ones(n_slots, bool)
+        stale[:keep] = self.stale[:keep]
+        self.slot_block, self.stale = blocks, stale
+
+    def append(
+        self,
+        slot: int,
+        group: Group,
+        means: np.ndarray,
+        lens: np.ndarray,
+        code: np.ndarray,
+        scale: np.ndarray,
+        rows: np.ndarray,
+    ) -> None:
+        """Add a group's block, lists and rows, then point its slot at them."""
+        block = group.vecs
+        if not block.flags.c_contiguous or block.dtype != np.float32:
+            block = np.ascontiguousarray(block[: group.n], np.float32)
+        h = len(self.block_ref)
+        self.block_ref.append(block)  # keeps the address below valid
+        self.block_group.append(group)
+        row0 = self.rows.append(
+            code=code, scale=scale, block=np.full(len(rows), h, np.int32), row=rows
+        )
+        norms = np.sqrt(np.einsum("ij,ij->i", means, means))
+        first = self.lists.append(
+            mean=means,
+            inv=1.0 / np.maximum(norms, 1e-12),
+            start=row0 + np.cumsum(lens) - lens,
+            len=lens,
+        )
+        self.blocks.append(
+            address=np.array([block.ctypes.data]),
+            count=np.array([group.n]),
+            first=np.array([first]),
+            end=np.array([first + len(lens)]),
+        )
+        # Readers may be scoring meanwhile: the slot turns clean only once all is written.
+        self.slot_block[slot] = h
+        self.slot_key[slot] = (group, group.version)
+        self.stale[slot] = False

@@ -1,0 +1,173 @@
+"""The compiled search kernels against plain numpy references on random inputs.
+
+Inputs that matter are integer valued where an order is compared (int8 codes, small
+integer queries), so every sum is exact whatever order the kernel adds in and ties are
+real ties: the kernels must then agree with numpy exactly, ties to the lower index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from magnetic_core._search import kernels
+from magnetic_core._search.sublists import quantize, ranges, split_lists
+
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+def _ref_top(values: np.ndarray, k: int) -> np.ndarray:
+    return np.argsort(-values, kind="stable")[: max(k, 0)]
+
+
+@st.composite
+def _ints(draw: st.DrawFn, max_n: int = 200) -> np.ndarray:
+    n = draw(st.integers(0, max_n))
+    seed = draw(st.integers(0, 2**31))
+    spread = draw(st.sampled_from([2, 5, 1000]))  # small spreads make many ties
+    return np.random.default_rng(seed).integers(-spread, spread, n).astype(np.float32)
+
+
+@SETTINGS
+@given(_ints(), st.integers(0, 250))
+def test_top_k_is_a_stable_sort_prefix(values: np.ndarray, k: int) -> None:
+    np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))
+
+
+def test_top_k_of_nothing_and_of_everything() -> None:
+    assert kernels.top_k(np.empty(0, np.float32), 5).shape == (0,)
+    v = np.array([1.0, 3.0, 3.0, 2.0], np.float32)
+    assert kernels.top_k(v, 10).tolist() == [1, 2, 3, 0]
+    assert kernels.top_k(v, 0).tolist() == []
+
+
+def _codes(rng: np.random.Generator, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    codes = rng.integers(-127, 128, (n, m)).astype(np.int8)
+    scales = (2.0 ** rng.integers(-3, 3, n)).astype(np.float32)  # exact products
+    return codes, scales
+
+
+@SETTINGS
+@given(st.integers(0, 60), st.integers(1, 40), st.integers(0, 2**31))
+def test_code_scores_equal_the_dequantised_product(n: int, m: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    codes, scales = _codes(rng, n, m)
+    q = rng.integers(-3, 4, m).astype(np.float32)
+    ref = (codes.astype(np.float32) @ q) * scales
+    np.testing.assert_array_equal(kernels.code_scores(codes, scales, q), ref)
+
+
+@SETTINGS
+@given(st.integers(1, 30), st.integers(0, 2**31), st.integers(0, 80))
+def test_listed_code_top_ranks_the_listed_rows_like_numpy(n_lists: int, seed: int, keep: int):
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(0, 12, n_lists)  # empty lists included
+    starts = np.cumsum(lens) - lens
+    codes, scales = _codes(rng, int(lens.sum()) + 3, 8)
+    chosen = rng.permutation(n_lists)[: rng.integers(0, n_lists + 1)]
+    base = rng.integers(-50, 50, chosen.shape[0]).astype(np.float32)
+    qp = rng.integers(-2, 3, 8).astype(np.float32)
+    got = kernels.listed_code_top(codes, scales, starts, lens, chosen, base, qp, keep)
+    rows = ranges(starts[chosen], lens[chosen])
+    approx = np.repeat(base, lens[chosen]) + (codes[rows].astype(np.float32) @ qp) * scales[rows]
+    np.testing.assert_array_equal(got, rows[_ref_top(approx, keep)])
+
+
+@SETTINGS
+@given(st.integers(1, 6), st.integers(0, 2**31), st.integers(0, 40))
+def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    d = 7
+    blocks = [
+        rng.integers(-3, 4, (int(rng.integers(1, 9)), d)).astype(np.float32)
+        for _ in range(n_blocks)
+    ]
+    addresses = np.array([b.ctypes.data for b in blocks], np.int64)
+    owner = np.concatenate([np.full(b.shape[0], i, np.int32) for i, b in enumerate(blocks)])
+    row = np.concatenate([np.arange(b.shape[0], dtype=np.int32) for b in blocks])
+    rows = rng.permutation(owner.shape[0])[: rng.integers(0, owner.shape[0] + 1)]
+    q = rng.integers(-2, 3, d).astype(np.float32)
+    got_rows, got_scores = kernels.exact_top(addresses, owner, row, rows, q, k)
+    exact = np.array([blocks[owner[r]][row[r]] @ q for r in rows], np.float32)
+    best = _ref_top(exact, k)
+    np.testing.assert_array_equal(got_rows, rows[best])
+    np.testing.assert_array_equal(got_scores, exact[best])
+    # Every row of some blocks, in block order; and one block alone.
+    pick = rng.permutation(n_blocks)[: rng.integers(0, n_blocks + 1)]
+    counts = np.array([b.shape[0] for b in blocks], np.int64)
+    ref = np.concatenate([blocks[i] @ q for i in pick]) if len(pick) else np.empty(0)
+    np.testing.assert_array_equal(kernels.exact_rows(addresses, counts, pick, q), ref)
+    np.testing.assert_array_equal(kernels.block_scores(blocks[0], q), blocks[0] @ q)
+
+
+def test_exact_kernels_give_float32_cosines_of_real_vectors() -> None:
+    rng = np.random.default_rng(1)
+    vecs = rng.standard_normal((50, 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    q = vecs[3].copy()
+    scores = kernels.block_scores(vecs, q)
+    np.testing.assert_allclose(scores, vecs @ q, atol=2e-7)
+    assert abs(float(scores[3]) - 1.0) < 1e-6  # a cell's cosine with itself
+
+
+@SETTINGS
+@given(st.integers(1, 40), st.integers(1, 20), st.integers(1, 12), st.integers(0, 2**31))
+def test_project_and_encode_match_numpy(n: int, d: int, r: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vecs = rng.standard_normal((n, d)).astype(np.float32)
+    basis = rng.standard_normal((d, r)).astype(np.float32)
+    np.testing.assert_allclose(
+        kernels.project(vecs[0], basis), vecs[0] @ basis, rtol=1e-4, atol=1e-4
+    )
+    means = rng.standard_normal((3, d)).astype(np.float32)
+    order = rng.permutation(n)
+    owner = rng.integers(0, 3, n)
+    codes, scales = kernels.encode(vecs, order, owner, means, basis)
+    ref_codes, ref_scales = quantize((vecs[order] - means[owner]) @ basis)
+    np.testing.assert_allclose(scales, ref_scales, rtol=1e-4, atol=1e-6)
+    # Rounding at a half step may go either way after a reordered sum: one step at most.
+    assert np.abs(codes.astype(np.int16) - ref_codes.astype(np.int16)).max() <= 1
+
+
+def test_encode_of_a_zero_residual_is_zero() -> None:
+    vecs = np.ones((2, 4), np.float32)
+    codes, scales = kernels.encode(
+        vecs, np.arange(2), np.zeros(2, np.int64), vecs[:1], np.eye(4, 2, dtype=np.float32)
+    )
+    assert not codes.any() and not scales.any()
+
+
+def _ref_kmeans(vecs: np.ndarray, centres: np.ndarray, iters: int) -> np.ndarray:
+    centres = centres.copy()
+    for _ in range(iters):
+        owner = (vecs.astype(np.float64) @ centres.T.astype(np.float64)).argmax(axis=1)
+        for j in range(centres.shape[0]):
+            total = vecs[owner == j].sum(axis=0, dtype=np.float64)
+            norm = np.linalg.norm(total)
+            if norm > 1e-12:
+                centres[j] = total / norm
+    return (vecs.astype(np.float64) @ centres.T.astype(np.float64)).argmax(axis=1)
+
+
+@SETTINGS
+@given(st.integers(2, 80), st.integers(1, 6), st.integers(0, 2**31))
+def test_spherical_kmeans_matches_the_reference(n: int, s: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vecs = rng.standard_normal((n, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    centres = vecs[np.linspace(0, n - 1, s).astype(np.int64)]
+    got = kernels.spherical_kmeans(vecs, centres, 4)
+    ref = _ref_kmeans(vecs, centres, 4)
+    # Random unit vectors have no exact ties; float32 vs float64 sums may flip a row
+    # whose two best centres are within rounding, so allow a rare disagreement.
+    assert (got != ref).mean() <= 0.05
+
+
+def test_split_lists_covers_a_group_with_lists_near_the_target_size() -> None:
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((100, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    lists = split_lists(vecs, 25)
+    assert sorted(lists.order.tolist()) == list(range(100))
+    assert 1 < lists.lengths.shape[0] <= 4 and lists.lengths.sum() == 100
