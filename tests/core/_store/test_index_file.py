@@ -160,3 +160,26 @@ def test_arrays_saved_beside_the_index_come_back(store):
     with _open(path) as mem:
         assert np.array_equal(mem._state.extra["basis"], np.eye(3))
         assert _view(mem) == view
+
+
+def test_the_search_scorer_comes_back_with_the_snapshot(tmp_path, monkeypatch):
+    # Past the scorer's threshold a search builds it; the snapshot carries it to the next
+    # open, which then answers the same query the same way without rebuilding it.
+    from magnetic_core._search import scorer as scorer_module
+
+    n = scorer_module.MIN_CELLS + 200
+    texts = [f"record {i} on {WORDS[i % len(WORDS)]} number {i % 97}" for i in range(n)]
+    def big():
+        return MagneticMemory(path=tmp_path, embedder=HashingEmbedder(384))
+
+    with big() as mem:
+        mem.add(texts, ids=[f"r{i}" for i in range(n)])
+        first = [(h.id, round(h.score, 5)) for h in mem.search("record on rain", k=10)]
+        assert mem._scorer.export_arrays()  # built by that search
+    rebuilt = []
+    monkeypatch.setattr(
+        scorer_module.Scorer, "_rebuild", lambda self, index: rebuilt.append(index)
+    )
+    with big() as mem:
+        again = [(h.id, round(h.score, 5)) for h in mem.search("record on rain", k=10)]
+    assert again == first and not rebuilt
