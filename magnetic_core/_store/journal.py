@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import uuid
 from collections.abc import Sequence
@@ -129,6 +130,10 @@ class WriterClock:
     """
 
     PREFIX = "~mag-writer-"
+    # One shared row that a writer closing after writes sets to a fresh random value before
+    # its own counter row goes: a memory still open sees that row change even though the
+    # closed writer's row is gone (else its writes would stay unseen until a reopen).
+    RETIRED = f"{PREFIX}retired"
 
     def __init__(self, store: ChromaStore) -> None:
         self.store = store
@@ -146,6 +151,15 @@ class WriterClock:
         """The counter row to write with this writer's next change."""
         self.value += 1
         return self.row_id, self.value
+
+    def retire(self, dim: int) -> None:
+        """At close, after writes: mark the shared row, then remove this writer's row."""
+        clean = self.read() == self.seen  # nothing foreign unseen: stay in step
+        mark = random.getrandbits(62)
+        self.store.write_counter(self.RETIRED, mark, dim)
+        self.store.delete_cells([self.row_id])
+        if clean:
+            self.seen[self.RETIRED] = mark
 
     @staticmethod
     def new_txn() -> str:

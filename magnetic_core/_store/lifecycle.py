@@ -198,7 +198,7 @@ class StoreLifecycle:
                 if writeback is not None and self._stale is None:
                     writeback.groups()
                 if getattr(self, "_clock", None) is not None and self._clock.value:
-                    self._store.delete_cells([self._clock.row_id])
+                    self._clock.retire(self.embedder.dim)
                 if writeback is not None and self._stale is None:
                     # a fast next open, with the scorer's built state beside the index
                     save_snapshot(self._state, self._clock, self._scorer.export_arrays())

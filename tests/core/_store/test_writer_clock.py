@@ -15,7 +15,8 @@ WORKER = textwrap.dedent(
     import chromadb
     from magnetic_core import HashingEmbedder, MagneticMemory
     client = chromadb.HttpClient(host="127.0.0.1", port=int(sys.argv[1]))
-    mem = MagneticMemory(namespace="shared", embedder=HashingEmbedder(64), client=client)
+    namespace = sys.argv[2] if len(sys.argv) > 2 else "shared"
+    mem = MagneticMemory(namespace=namespace, embedder=HashingEmbedder(64), client=client)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
@@ -48,9 +49,9 @@ TOPICS = {
 class Writer:
     """One writer process, driven one command at a time."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, namespace: str = "shared") -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(port)],
+            [sys.executable, "-c", WORKER, str(port), namespace],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -105,3 +106,28 @@ def test_two_processes_see_each_others_writes(chroma_server):
         for group in mem.groups():
             assert len({cid[0] for cid in group.cell_ids}) == 1, group.cell_ids
         assert sum(g.size for g in mem.groups()) == 20
+
+
+def test_a_writer_that_wrote_and_closed_is_still_seen(chroma_server):
+    # b opens, writes and closes while a stays open: a must still learn of b's writes
+    # (b's counter row is gone by then), or a's delete of b's cell would return 0.
+    a, b = Writer(chroma_server.port, "closing"), Writer(chroma_server.port, "closing")
+    try:
+        a.add("a", 0, 4)
+        b.add("b", 0, 4)
+        b("close")
+        assert a("delete", ids=["b1"]) == 1
+        assert a("ids") == sorted([f"a{i}" for i in range(4)] + ["b0", "b2", "b3"])
+        c = Writer(chroma_server.port, "closing")  # opens after the others and writes nothing
+        try:
+            assert c("refresh") is False
+            a.add("a", 4, 6)
+            assert c("refresh") is True
+        finally:
+            c.proc.kill()
+            c.proc.wait()
+        a("close")
+    finally:
+        for w in (a, b):
+            w.proc.kill()
+            w.proc.wait()
