@@ -12,6 +12,7 @@ settings: it is paid for on every write and never used.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -352,13 +353,33 @@ class ChromaStore:
             self.before_write()
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        # A Chroma server can fail a read of a segment another client is writing with
+        # "Nothing found on disk" (chroma-core/chroma#4212); the same read succeeds a moment
+        # later, so reads (never writes) are tried again a few times before giving up.
+        waits = _READ_RETRIES if getattr(fn, "__name__", "") in _READ_CALLS else ()
+        for wait in waits:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                if _TRANSIENT not in str(e):
+                    raise self._failed(what, e) from e
+                logger.info("Chroma read %r failed transiently, retrying: %s", what, e)
+                time.sleep(wait)
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            raise PersistenceError(
-                f"Chroma failed to {what} in namespace {self.namespace!r}: {e}",
-                hint=_HINT,
-            ) from e
+            raise self._failed(what, e) from e
+
+    def _failed(self, what: str, e: Exception) -> PersistenceError:
+        return PersistenceError(
+            f"Chroma failed to {what} in namespace {self.namespace!r}: {e}",
+            hint=_HINT,
+        )
+
+
+_READ_CALLS = frozenset({"get", "count", "query", "peek"})
+_READ_RETRIES = (0.05, 0.2, 0.5)
+_TRANSIENT = "Nothing found on disk"
 
 
 def _filler(dim: int) -> np.ndarray:

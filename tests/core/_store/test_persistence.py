@@ -7,6 +7,7 @@ import json
 import time
 
 import chromadb
+import pytest
 
 from magnetic_core import MagneticMemory
 from magnetic_core._store.persistence import ROW_KEY, SCHEMA_VERSION
@@ -71,3 +72,29 @@ def test_a_schema_2_store_is_read_and_restamped(tmp_path, hashing):
         after = mem.get()
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         assert mem.get() == after
+
+
+def test_a_transient_chroma_read_failure_is_retried_and_a_write_is_not(tmp_path):
+    # chroma-core/chroma#4212: a server read can fail with "Nothing found on disk" while
+    # another client writes the segment; the read is tried again, a write never is.
+    from magnetic_core._store.persistence import ChromaStore
+    from magnetic_core.errors import PersistenceError
+
+    store = ChromaStore(chromadb.PersistentClient(path=str(tmp_path)), "retry")
+    calls: list[str] = []
+
+    def get():
+        calls.append("get")
+        if len(calls) < 3:
+            raise RuntimeError("Error creating hnsw segment reader: Nothing found on disk")
+        return "rows"
+
+    assert store._call("read rows", get) == "rows" and len(calls) == 3
+
+    def upsert():
+        calls.append("upsert")
+        raise RuntimeError("Error creating hnsw segment reader: Nothing found on disk")
+
+    with pytest.raises(PersistenceError, match="Nothing found on disk"):
+        store._call("write rows", upsert)
+    assert calls.count("upsert") == 1
