@@ -167,14 +167,8 @@ def create_consolidation_chain(
             print(c.a, "<->", c.b, ":", c.explanation)
         ```
     """
-    mem = memory.memory if isinstance(memory, MagneticVectorStore) else memory
-    if not isinstance(mem, MagneticMemory):
-        raise WrongTypeError(
-            f"expected a MagneticMemory or store, got {type(memory).__name__}",
-            hint="pass the memory or the MagneticVectorStore to consolidate",
-        )
-    worker = Consolidator(
-        mem,
+    worker = Consolidator.of(
+        memory,
         check=check,
         max_groups=max_groups,
         cells_per_call=cells_per_call,

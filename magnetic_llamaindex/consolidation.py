@@ -35,7 +35,6 @@ from magnetic_core._sleep.llm_json import (
     is_unreachable,
 )
 from magnetic_core._sleep.review import Call, Contradiction, ContradictionReport, plan_calls
-from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
 
 __all__ = [
@@ -187,7 +186,15 @@ def consolidate(
         print(result.contradictions, result.failures)
         ```
     """
-    worker = _worker(memory, check, max_groups, cells_per_call, neighbours, sleep, merge_threshold)
+    worker = Consolidator.of(
+        memory,
+        check=check,
+        max_groups=max_groups,
+        cells_per_call=cells_per_call,
+        neighbours=neighbours,
+        sleep=sleep,
+        merge_threshold=merge_threshold,
+    )
     return worker.run(
         lambda call: predict_structured(llm, call.messages, ContradictionReport, retries=retries)
     )
@@ -198,38 +205,12 @@ async def aconsolidate(
 ) -> ConsolidationResult:
     """Async :func:`consolidate`."""
     retries = kwargs.pop("retries", 1)
-    worker = _worker(memory, **kwargs)
+    worker = Consolidator.of(memory, **kwargs)
 
     async def ask(call: Call) -> ContradictionReport:
         return await apredict_structured(llm, call.messages, ContradictionReport, retries=retries)
 
     return await worker.arun(ask)
-
-
-def _worker(
-    memory: Any,
-    check: str = "changed",
-    max_groups: int = 50,
-    cells_per_call: int = 24,
-    neighbours: int = 4,
-    sleep: bool = True,
-    merge_threshold: float | None = None,
-) -> Consolidator:
-    mem = getattr(memory, "memory", memory)
-    if not isinstance(mem, MagneticMemory):
-        raise InvalidInputError(
-            f"expected a MagneticMemory or a MagneticStorage vector store, "
-            f"got {type(memory).__name__}"
-        )
-    return Consolidator(
-        mem,
-        check=check,
-        max_groups=max_groups,
-        cells_per_call=cells_per_call,
-        neighbours=neighbours,
-        sleep=sleep,
-        merge_threshold=merge_threshold,
-    )
 
 
 def find_contradictions(

@@ -147,6 +147,21 @@ class Consolidator:
         merge_threshold: passed to the pass (None: fitted).
     """
 
+    @classmethod
+    def of(cls, memory: Any, **settings: Any) -> Consolidator:
+        """A consolidator of ``memory``: a MagneticMemory, or an adapter's store holding one
+        as ``.memory`` (the LangChain and LlamaIndex vector stores)."""
+        from magnetic_core.memory import MagneticMemory  # the facade imports this package
+
+        mem = getattr(memory, "memory", memory)
+        if not isinstance(mem, MagneticMemory):
+            raise WrongTypeError(
+                f"expected a MagneticMemory or a MagneticStorage store, "
+                f"got {type(memory).__name__}",
+                hint="pass the memory or the vector store to consolidate",
+            )
+        return cls(mem, **settings)
+
     def __init__(
         self,
         memory: Any,
