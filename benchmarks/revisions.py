@@ -1,0 +1,208 @@
+"""Before/after across git revisions: the same measurements of several commits in one run.
+
+Usage: ``python -m benchmarks.revisions --rev db4b595 --rev HEAD [--sizes 25000,100000]
+[--scifact] [--rounds 2]``
+
+Each revision is extracted with ``git archive`` into a scratch directory and measured in a
+child process that imports only that revision's code (``PYTHONPATH`` is its tree), so a
+reorganisation or a new ranking term is compared against the code before it on one machine,
+in one run, with the same vectors and queries:
+
+- **vector path** at each real N: the revision's MagneticMemory at its default settings, in
+  memory (Chroma writes off, as ``latency_recall`` does past 100K), the same seeded split of
+  the cached Reuters MiniLM vectors as ``benchmarks.latency_recall`` (held-out passages as
+  queries), single queries after a warm-up, k=10; p50/p95 and tie-aware recall@10 against
+  exact search. With ``--rounds 2`` the revisions run A, B, A, B and the median p50 is kept,
+  because the machine is shared;
+- **SciFact** (``--scifact``): the revision's own ``benchmarks.scifact`` (nDCG@10 of its rows).
+
+Results: ``benchmarks/results/revisions.md`` / ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import common
+from magnetic_core.eval import exact_knn, recall_at_k_tie_aware
+
+K = 10
+ROOT = Path(__file__).resolve().parent.parent
+
+# Runs inside the revision's tree; only APIs every measured revision has (benchmarks.common's
+# VectorsOnly/in_memory/unpersisted/add_in_batches, MagneticMemory.search(vector=, k=)).
+PROBE = r"""
+import json, sys, time
+import numpy as np
+from benchmarks import common
+data = np.load(sys.argv[1])
+texts = json.loads(open(sys.argv[2]).read())
+base, queries, warmup = data["base"], data["queries"], int(sys.argv[3])
+memory = common.unpersisted(common.in_memory(common.VectorsOnly("bench-minilm", base.shape[1])))
+ingest = common.add_in_batches(memory, texts, base, 1000, [f"c{i}" for i in range(len(base))])
+for i in range(min(warmup, len(queries))):
+    memory.search(vector=queries[i], k=10)
+lat, found = [], []
+for q in queries:
+    t0 = time.perf_counter()
+    hits = memory.search(vector=q, k=10)
+    lat.append(time.perf_counter() - t0)
+    found.append([h.score for h in hits])
+print(json.dumps({"lat": lat, "found": found, "ingest_s": ingest,
+                  "groups": memory.stats().groups}))
+"""
+
+
+def extract(rev: str, scratch: Path) -> tuple[str, Path]:
+    """The revision's full hash and a directory holding its tree."""
+    sha = subprocess.check_output(["git", "rev-parse", rev], cwd=ROOT, text=True).strip()
+    tree = scratch / sha[:12]
+    if not tree.exists():
+        tree.mkdir(parents=True)
+        archive = subprocess.Popen(["git", "archive", sha], cwd=ROOT, stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", str(tree)], stdin=archive.stdout, check=True)
+        if archive.wait() != 0:
+            raise SystemExit(f"git archive {rev} failed")
+    return sha, tree
+
+
+def child(tree: Path, args: list[str], timeout: float = 3600) -> str:
+    """Run ``python <args>`` with only ``tree`` on the path; its stdout."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "MAGNETIC_BENCH_DATA": str(common.DATA)}
+    done = subprocess.run(
+        [sys.executable, *args], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{tree.name}: {' '.join(args[:2])} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def split(n: int, n_queries: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Base vectors, their texts and held-out queries: latency_recall's seeded split."""
+    from benchmarks.latency_recall import reuters
+
+    vecs, texts, _ = reuters(n, n_queries, smoke=False)
+    if n_queries + n > len(vecs):
+        raise SystemExit(f"only {len(vecs) - n_queries} Reuters vectors cached; {n} needed")
+    base = vecs[n_queries : n_queries + n]
+    return base, list(texts[n_queries : n_queries + n]), vecs[:n_queries]
+
+
+def vector_path(trees: dict[str, Path], n: int, n_queries: int, rounds: int, scratch: Path):
+    """p50/p95 and recall@10 of each revision at N, the revisions interleaved per round."""
+    base, texts, queries = split(n, n_queries)
+    truth = exact_knn(base, queries, K)[1]
+    data, text_file = scratch / f"data-{n}.npz", scratch / f"texts-{n}.json"
+    np.savez(data, base=base, queries=queries)
+    text_file.write_text(json.dumps(texts))
+    runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in trees}
+    for _ in range(rounds):
+        for rev, tree in trees.items():
+            out = child(tree, ["-c", PROBE, str(data), str(text_file), "50"])
+            runs[rev].append(json.loads(out.strip().splitlines()[-1]))
+    rows = []
+    for rev, got in runs.items():
+        pct = [common.percentiles_ms(r["lat"]) for r in got]
+        rows.append(
+            {
+                "rev": rev,
+                "n": n,
+                "p50_ms": round(statistics.median(p["p50_ms"] for p in pct), 3),
+                "p95_ms": round(statistics.median(p["p95_ms"] for p in pct), 3),
+                "p50_each_round": [p["p50_ms"] for p in pct],
+                "recall_at_10": round(recall_at_k_tie_aware(got[0]["found"], truth, K), 4),
+                "ingest_cells_per_s": round(n / statistics.median(r["ingest_s"] for r in got), 1),
+                "groups": got[0]["groups"],
+            }
+        )
+        print(f"N={n} {rev[:10]}: {rows[-1]}", flush=True)
+    return rows
+
+
+def scifact(trees: dict[str, Path], scratch: Path) -> list[dict[str, Any]]:
+    """Each revision's own SciFact benchmark; its MagneticMemory rows' nDCG@10."""
+    rows = []
+    for rev, tree in trees.items():
+        out = scratch / f"scifact-{tree.name}"
+        child(tree, ["-m", "benchmarks.scifact", "--out", str(out)])
+        got = json.loads((out / "scifact.json").read_text())
+        for r in got["rows"]:
+            if "agnetic" in r["system"]:
+                rows.append({"rev": rev, "system": r["system"], "ndcg_at_10": r["ndcg_at_10"]})
+                print(f"SciFact {rev[:10]}: {rows[-1]}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure every ``--rev`` and write ``revisions.md`` / ``revisions.json``."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rev", action="append", required=True, help="a commit; repeat")
+    ap.add_argument("--label", action="append", default=[], help="a name per --rev, in order")
+    ap.add_argument("--sizes", default="25000,100000")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--scifact", action="store_true")
+    ap.add_argument("--name", default="revisions", help="result file name")
+    ap.add_argument("--out", type=Path, default=common.RESULTS)
+    args = ap.parse_args(argv)
+    labels = dict(zip(args.rev, args.label, strict=False))
+    scratch = Path(tempfile.mkdtemp(prefix="magnetic-revs-"))
+    trees: dict[str, Path] = {}
+    names: dict[str, str] = {}
+    for rev in args.rev:
+        sha, tree = extract(rev, scratch)
+        trees[sha] = tree
+        names[sha] = f"{sha[:7]} {labels.get(rev, rev)}".strip()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    vector = [r for n in sizes for r in vector_path(trees, n, args.queries, args.rounds, scratch)]
+    sci = scifact(trees, scratch) if args.scifact else []
+    table = common.markdown_table(
+        [
+            "N",
+            "revision",
+            "p50 ms",
+            "p95 ms",
+            "p50 per round",
+            "recall@10",
+            "ingest cells/s",
+            "groups",
+        ],
+        [
+            [
+                r["n"],
+                names[r["rev"]],
+                r["p50_ms"],
+                r["p95_ms"],
+                r["p50_each_round"],
+                r["recall_at_10"],
+                r["ingest_cells_per_s"],
+                r["groups"],
+            ]
+            for r in vector
+        ],
+    )
+    table = (
+        f"Vector path (search(vector=, k=10), defaults, in memory), {args.queries} held-out "
+        f"Reuters MiniLM queries, {args.rounds} interleaved rounds (median p50):\n\n" + table
+    )
+    if sci:
+        table += "\nSciFact (each revision's own benchmarks.scifact):\n\n" + common.markdown_table(
+            ["revision", "system", "nDCG@10"],
+            [[names[r["rev"]], r["system"], r["ndcg_at_10"]] for r in sci],
+        )
+    payload = {"revisions": names, "vector_path": vector, "scifact": sci}
+    common.write_results(args.out, args.name, payload, table, "Before/after across revisions")
+
+
+if __name__ == "__main__":
+    main()
