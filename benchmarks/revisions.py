@@ -98,9 +98,13 @@ def split(n: int, n_queries: int) -> tuple[np.ndarray, list[str], np.ndarray]:
     return base, list(texts[n_queries : n_queries + n]), vecs[:n_queries]
 
 
-def vector_path(trees: dict[str, Path], n: int, n_queries: int, rounds: int, scratch: Path):
+def vector_path(
+    trees: dict[str, Path], n: int, n_queries: int, rounds: int, scratch: Path, with_texts: bool
+):
     """p50/p95 and recall@10 of each revision at N, the revisions interleaved per round."""
     base, texts, queries = split(n, n_queries)
+    if not with_texts:  # the vector path never reads texts; empty ones make builds fast
+        texts = [""] * len(texts)
     truth = exact_knn(base, queries, K)[1]
     data, text_file = scratch / f"data-{n}.npz", scratch / f"texts-{n}.json"
     np.savez(data, base=base, queries=queries)
@@ -152,6 +156,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--scifact", action="store_true")
+    ap.add_argument(
+        "--texts", action="store_true", help="store the passages' texts (else empty: faster builds)"
+    )
     ap.add_argument("--name", default="revisions", help="result file name")
     ap.add_argument("--out", type=Path, default=common.RESULTS)
     args = ap.parse_args(argv)
@@ -164,7 +171,11 @@ def main(argv: list[str] | None = None) -> None:
         trees[sha] = tree
         names[sha] = f"{sha[:7]} {labels.get(rev, rev)}".strip()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    vector = [r for n in sizes for r in vector_path(trees, n, args.queries, args.rounds, scratch)]
+    vector = [
+        r
+        for n in sizes
+        for r in vector_path(trees, n, args.queries, args.rounds, scratch, args.texts)
+    ]
     sci = scifact(trees, scratch) if args.scifact else []
     table = common.markdown_table(
         [
@@ -193,7 +204,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     table = (
         f"Vector path (search(vector=, k=10), defaults, in memory), {args.queries} held-out "
-        f"Reuters MiniLM queries, {args.rounds} interleaved rounds (median p50):\n\n" + table
+        f"Reuters MiniLM queries, {args.rounds} interleaved rounds (median p50); cells stored "
+        f"{'with their passages' if args.texts else 'with empty texts'}:\n\n" + table
     )
     if sci:
         table += "\nSciFact (each revision's own benchmarks.scifact):\n\n" + common.markdown_table(
