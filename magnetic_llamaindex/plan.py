@@ -12,7 +12,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 
 from magnetic_core.errors import FilterError, InvalidInputError
 from magnetic_core.filters import Predicate, compile_filter
-from magnetic_core.validators import check_int
+from magnetic_core.validators import check_int, check_number
 from magnetic_llamaindex.filters import to_where
 from magnetic_llamaindex.nodes import REF_DOC_ID
 from magnetic_llamaindex.ranking import DEFAULT_MMR_THRESHOLD, check_mmr_threshold
@@ -195,6 +195,5 @@ def _fetch_k(k: int, kwargs: Mapping[str, Any]) -> int:
     if prefetch_k is not None:
         return max(check_count("mmr_prefetch_k", prefetch_k, 1), k)
     factor = DEFAULT_MMR_PREFETCH_FACTOR if factor is None else factor
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
-        raise InvalidInputError(f"mmr_prefetch_factor must be a number >= 1, got {factor!r}")
+    check_number(factor, "mmr_prefetch_factor", low=1.0)
     return math.ceil(k * factor)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import PrivateAttr, ValidationError
 from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
@@ -22,6 +22,7 @@ from magnetic_core._store.deferred import DeferredMemory
 from magnetic_core.config import MemoryConfig
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
+from magnetic_core.validators import field_error
 from magnetic_llamaindex.construction import no_extra_kwargs, open_store_memory
 from magnetic_llamaindex.embeddings import (
     embed_query_text,
@@ -33,7 +34,6 @@ from magnetic_llamaindex.plan import id_list, plan_query
 __all__ = ["MagneticVectorStore"]
 
 logger = logging.getLogger(__name__)
-
 
 
 class MagneticVectorStore(BasePydanticVectorStore):
@@ -155,9 +155,11 @@ class MagneticVectorStore(BasePydanticVectorStore):
         try:
             ns = mem.namespace if mem is not None else namespace or "default"
             super().__init__(namespace=ns, **kwargs)  # type: ignore[call-arg]
-        except BaseException:
+        except BaseException as e:
             if owns:
                 (mem if mem is not None else deferred).close()  # type: ignore[union-attr]
+            if isinstance(e, ValidationError):
+                raise field_error(type(self).__name__, e.errors()) from e
             raise
         self._memory = mem
         self._deferred = deferred

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnetic_core import MagneticMemory
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.validators import check_int
 from magnetic_langchain.ingest.chunking import chunk_file, detect_language
 from magnetic_langchain.ingest.files import MISSING, read_file
 from magnetic_langchain.ingest.sources import Source, describe, open_source
@@ -213,8 +213,7 @@ def ingest(
         ("max_file_size", max_file_size, 1),
         ("batch_size", batch_size, 1),
     ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+        check_int(value, name, low=low)
     started = time.perf_counter()
     report = IngestReport(source)
     with open_source(source) as src:

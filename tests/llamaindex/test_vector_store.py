@@ -260,10 +260,10 @@ async def test_mmr_respects_filters_and_node_ids(store, call):
     "query_kwargs, store_kwargs, fragment",
     [
         ({"mmr_threshold": 0.2}, {"mmr_threshold": 0.7}, "mmr_threshold was given two ways"),
-        ({"mmr_threshold": 1.5}, {}, "between 0 and 1"),
+        ({"mmr_threshold": 1.5}, {}, "between 0.0 and 1.0"),
         ({}, {"mmr_prefetch_k": 5, "mmr_prefetch_factor": 2}, "not both"),
         ({}, {"mmr_prefetch_k": 0}, "mmr_prefetch_k must be an integer >= 1"),
-        ({}, {"mmr_prefetch_factor": 0.5}, "mmr_prefetch_factor must be a number >= 1"),
+        ({}, {"mmr_prefetch_factor": 0.5}, r"mmr_prefetch_factor must be a number in \[1.0, inf\]"),
     ],
 )
 async def test_bad_mmr_settings_are_refused(store, call, query_kwargs, store_kwargs, fragment):
