@@ -32,8 +32,9 @@ class QueryPlan:
     """One validated query.
 
     Attributes:
-        vector: the unit query vector; None for a filter-only query (no embedding and no
-            text: the first ``k`` matching nodes, oldest first, as Chroma answers it).
+        vector: the query embedding (checked and normalised by the core's search); None
+            for a filter-only query (no embedding and no text: the first ``k`` matching
+            nodes, oldest first, as Chroma answers it).
         k: how many results to return.
         predicate: the metadata test every result passes (filters, ``where``, ``doc_ids``).
         node_ids: restrict the search to these nodes (exact scoring), or None for all.
@@ -43,7 +44,7 @@ class QueryPlan:
         n_probe: groups the engine probes (None for its default).
     """
 
-    vector: np.ndarray | None
+    vector: Any
     k: int
     predicate: Predicate | None
     node_ids: list[str] | None
@@ -57,7 +58,6 @@ def plan_query(
     query: VectorStoreQuery,
     kwargs: Mapping[str, Any],
     *,
-    dim: int,
     embed_query: Callable[[str], np.ndarray],
 ) -> QueryPlan:
     """Validate ``query`` and the keyword arguments of ``query()``.
@@ -69,7 +69,6 @@ def plan_query(
     Args:
         query: the LlamaIndex query.
         kwargs: extra keyword arguments (see :data:`QUERY_KWARGS`).
-        dim: the store's embedding dimension.
         embed_query: embeds ``query.query_str`` when the query has no embedding.
 
     Raises:
@@ -92,7 +91,7 @@ def plan_query(
     if n_probe is not None:
         check_count("n_probe", n_probe, 1)
     mmr = query.mode == VectorStoreQueryMode.MMR
-    vector = _query_vector(query, dim, embed_query)
+    vector = _query_vector(query, embed_query)
     if vector is None and mmr:
         raise InvalidInputError(
             "an MMR query needs query_embedding or query_str",
@@ -152,26 +151,14 @@ def _predicate(query: VectorStoreQuery, where: Any) -> Predicate | None:
     return compile_filter(parts[0] if len(parts) == 1 else {"$and": parts})
 
 
-def _query_vector(
-    query: VectorStoreQuery, dim: int, embed_query: Callable[[str], np.ndarray]
-) -> np.ndarray | None:
-    if query.query_embedding is None:
-        if query.query_str:
-            return embed_query(query.query_str)
-        return None  # a filter-only query
-    try:
-        vec = np.asarray(query.query_embedding, dtype=np.float32)
-    except (TypeError, ValueError) as e:
-        raise InvalidInputError("query_embedding must be a list of floats") from e
-    if vec.ndim != 1 or vec.shape[0] != dim:
-        raise InvalidInputError(
-            f"query_embedding has shape {vec.shape}, but the store holds {dim}-d vectors",
-            hint="embed the query with the model the nodes were embedded with",
-        )
-    norm = float(np.linalg.norm(vec))
-    if not math.isfinite(norm) or norm == 0.0:
-        raise InvalidInputError("query_embedding is all zeros or not finite")
-    return vec / norm
+def _query_vector(query: VectorStoreQuery, embed_query: Callable[[str], np.ndarray]) -> Any:
+    """The query's embedding as given (the core's search checks and normalises it, once),
+    the embedded ``query_str``, or None for a filter-only query."""
+    if query.query_embedding is not None:
+        return query.query_embedding
+    if query.query_str:
+        return embed_query(query.query_str)
+    return None
 
 
 def _mmr_threshold(query: VectorStoreQuery, kwargs: Mapping[str, Any]) -> float:

@@ -312,9 +312,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
         mem = self._open()
         if mem is None:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        plan = plan_query(
-            query, kwargs, dim=mem.dim, embed_query=lambda text: embed_query_text(mem, text)
-        )
+        plan = plan_query(query, kwargs, embed_query=lambda text: embed_query_text(mem, text))
         if plan.vector is None:
             cells = mem.get(ids=plan.node_ids, filter=plan.predicate, limit=plan.k)
             return VectorStoreQueryResult(
