@@ -103,7 +103,7 @@ def check_search_options(options: Mapping[str, Any]) -> None:
         )
 
 
-def check_mmr(k: int, lambda_mult: float) -> None:
-    """Refuse out-of-range MMR parameters."""
+def check_mmr(fetch_k: int, lambda_mult: float) -> None:
+    """Refuse out-of-range MMR parameters (``k`` is the engine's to check)."""
     check_number(lambda_mult, "lambda_mult", low=0.0, high=1.0)
-    check_int(k, "k")
+    check_int(fetch_k, "fetch_k")
