@@ -75,6 +75,26 @@ def plan_query(
         InvalidInputError: an unknown keyword argument, an unsupported mode or filter, a
             filter or MMR setting given two ways, or a bad query embedding.
     """
+    _check_call(query, kwargs)
+    k = check_count("similarity_top_k", query.similarity_top_k, 0)
+    n_probe = check_int(kwargs.get("n_probe"), "n_probe", low=1, optional=True)
+    mmr = query.mode == VectorStoreQueryMode.MMR
+    predicate = _predicate(query, kwargs.get("where"))
+    threshold = _mmr_threshold(query, kwargs)
+    fetch_k = _fetch_k(k, kwargs) if mmr else k
+    vector = _query_vector(query, embed_query)  # last: every argument is checked first
+    if vector is None and mmr:
+        raise InvalidInputError(
+            "an MMR query needs query_embedding or query_str",
+            hint="MMR trades relevance to a query against diversity; without a query, "
+            "use the default mode with filters",
+        )
+    node_ids = id_list(query.node_ids) or None
+    return QueryPlan(vector, k, predicate, node_ids, mmr, threshold, fetch_k, n_probe)
+
+
+def _check_call(query: VectorStoreQuery, kwargs: Mapping[str, Any]) -> None:
+    """Refuse keyword arguments and query modes the store does not know."""
     unknown = sorted(set(kwargs) - QUERY_KWARGS)
     if unknown:
         raise InvalidInputError(
@@ -86,28 +106,6 @@ def plan_query(
             f"unsupported query mode {query.mode!r}",
             hint="MagneticVectorStore supports VectorStoreQueryMode.DEFAULT and MMR",
         )
-    k = check_count("similarity_top_k", query.similarity_top_k, 0)
-    n_probe = kwargs.get("n_probe")
-    if n_probe is not None:
-        check_count("n_probe", n_probe, 1)
-    mmr = query.mode == VectorStoreQueryMode.MMR
-    vector = _query_vector(query, embed_query)
-    if vector is None and mmr:
-        raise InvalidInputError(
-            "an MMR query needs query_embedding or query_str",
-            hint="MMR trades relevance to a query against diversity; without a query, "
-            "use the default mode with filters",
-        )
-    return QueryPlan(
-        vector=vector,
-        k=k,
-        predicate=_predicate(query, kwargs.get("where")),
-        node_ids=id_list(query.node_ids) or None,
-        mmr=mmr,
-        mmr_threshold=_mmr_threshold(query, kwargs),
-        fetch_k=_fetch_k(k, kwargs) if mmr else k,
-        n_probe=n_probe,
-    )
 
 
 def check_count(name: str, value: Any, low: int) -> int:

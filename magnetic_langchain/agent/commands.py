@@ -163,6 +163,12 @@ def cmd_story(args: argparse.Namespace, out: TextIO) -> int:
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``chat``, ``persona`` and ``story`` to the ``magnetic`` command line."""
+    _register_chat(subparsers, parents)
+    _register_persona(subparsers, parents)
+    _register_story(subparsers, parents)
+
+
+def _register_chat(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     chat = add_command(
         subparsers,
         parents,
@@ -183,6 +189,9 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     chat.add_argument(
         "--max-tool-rounds", type=int, default=4, help="tool rounds per message (default: 4)"
     )
+
+
+def _register_persona(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     persona = add_command(
         subparsers,
         parents,
@@ -202,6 +211,8 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     setter.add_argument("name")
     setter.add_argument("text", help="the persona's system prompt")
 
+
+def _register_story(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     story = add_command(
         subparsers,
         parents,
