@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from magnetic_core import InvalidInputError, MagneticMemory, MemoryConfig
-from magnetic_core._store.deferred import DeferredMemory
+from magnetic_core._store.deferred import DeferredMemory, StoreMemory
 from magnetic_langchain.embeddings import as_core_embedder
 
 __all__ = ["DEFAULT_PATH", "open_memory"]
@@ -24,8 +24,8 @@ def open_memory(
     namespace: str,
     config: MemoryConfig | None,
     client: Any,
-) -> tuple[MagneticMemory | None, DeferredMemory | None, bool]:
-    """The store's memory as ``(memory, deferred, owned)``.
+) -> StoreMemory:
+    """The store's memory: passed in, opened now, or deferred.
 
     A memory passed in is wrapped (and not owned: the store does not close it); with an
     embedding model a memory is opened now; without one, a :class:`DeferredMemory` opens
@@ -39,11 +39,11 @@ def open_memory(
         _check_wrapped(
             memory, embedding, path=path, namespace=namespace, config=config, client=client
         )
-        return memory, None, False
+        return StoreMemory(memory, None, False)
     where = os.fspath(path) if path is not None else DEFAULT_PATH
     if embedding is None:
         deferred = DeferredMemory(path=where, client=client, namespace=namespace, config=config)
-        return None, deferred, True
+        return StoreMemory(None, deferred, True)
     opened = MagneticMemory(
         path=where,
         namespace=namespace,
@@ -51,7 +51,7 @@ def open_memory(
         config=config,
         client=client,
     )
-    return opened, None, True
+    return StoreMemory(opened, None, True)
 
 
 def _check_wrapped(

@@ -16,7 +16,6 @@ from pydantic import ValidationError
 from typing_extensions import Self
 
 from magnetic_core import Hit, InvalidInputError, MagneticMemory, MemoryConfig
-from magnetic_core._store.deferred import DeferredMemory
 from magnetic_core.validators import field_error
 from magnetic_langchain.bridge import MemoryBridge
 from magnetic_langchain.chroma_compat import ChromaCompatMixin
@@ -204,14 +203,12 @@ class MagneticVectorStore(ChromaCompatMixin, WriteMethods, SearchMethods, Vector
             InvalidInputError: a memory given together with settings that belong to it, or
                 an embedding that is not the memory's.
         """
-        self._memory: MagneticMemory | None
-        self._deferred: DeferredMemory | None
-        self._memory, self._deferred, self._owns_memory = open_memory(
+        self._held = open_memory(
             embedding, memory, path=path, namespace=namespace, config=config, client=client
         )
         self._embedding = embedding
-        if embedding is None and self._memory is not None:
-            self._embedding = as_langchain_embeddings(self._memory.embedder)
+        if embedding is None and self._held.memory is not None:
+            self._embedding = as_langchain_embeddings(self._held.memory.embedder)
         self._bridge = MemoryBridge(self._open, self._embedding)
         self.include_group_metadata = include_group_metadata
         self.override_relevance_score_fn = relevance_score_fn
@@ -233,16 +230,11 @@ class MagneticVectorStore(ChromaCompatMixin, WriteMethods, SearchMethods, Vector
         return self._bridge.memory
 
     def _open(self) -> MagneticMemory | None:
-        if self._memory is None and self._deferred is not None:
-            self._memory = self._deferred.existing()
-        return self._memory
+        return self._held.current()
 
     def close(self) -> None:
         """Close the memory if this store opened it. Idempotent."""
-        if self._deferred is not None:
-            self._deferred.close()
-        elif self._owns_memory and self._memory is not None:
-            self._memory.close()
+        self._held.close()
 
     def __enter__(self) -> Self:
         return self
