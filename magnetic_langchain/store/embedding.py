@@ -28,8 +28,7 @@ def resolve_index(index: Mapping[str, Any]) -> tuple[dict[str, Any], Embeddings,
     if not isinstance(index, Mapping):
         raise InvalidInputError(f"index must be a dict, got {type(index).__name__}")
     config = dict(index)
-    dims = config.get("dims")
-    check_int(dims, "index['dims']", low=1)
+    dims = int(check_int(config.get("dims"), "index['dims']", low=1))
     embed = config.get("embed")
     if embed is None:
         raise InvalidInputError(
