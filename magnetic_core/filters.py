@@ -17,7 +17,10 @@ Supported: ``{"field": value}`` (equality) and ``{"field": {"$op": value}}`` wit
 
 and the logical ``{"$and": [...]}``, ``{"$or": [...]}`` and ``{"$not": [...]}`` (true when
 none of its filters match; a single dict is a list of one). Several fields in one dict are
-combined with AND. A missing key (or a ``None`` value) matches only ``$ne``, ``$nin``,
+combined with AND. A field may also be a tuple of keys, a path into nested dicts
+(``{("meta", "lang"): "en"}`` tests ``metadata["meta"]["lang"]``; a path that runs into
+anything but a dict is missing): the LangGraph store's filters translate into those.
+A missing key (or a ``None`` value) matches only ``$ne``, ``$nin``,
 ``$not_contains`` and ``$is_empty: True`` (and ``$eq``/``$in`` of ``None`` itself).
 Logical operators nest at most :data:`~magnetic_core.validators.MAX_DEPTH` (32) levels
 deep. A callable taking the metadata dict and returning a bool is accepted as a
@@ -159,6 +162,9 @@ def _compile(where: Mapping[str, Any], depth: int) -> Predicate:
     """``depth``: how many ``$and`` / ``$or`` enclose ``where``."""
     parts: list[Predicate] = []
     for key, value in where.items():
+        if isinstance(key, tuple):
+            parts.append(_compile_field(_path(key), value))
+            continue
         if not isinstance(key, str):
             raise FilterError(f"filter keys must be strings, got {key!r}")
         if key in LOGICAL_OPERATORS:
@@ -198,7 +204,26 @@ def _compile_logical(key: str, value: Any, depth: int) -> Predicate:
     return lambda meta: any(p(meta) for p in subs)
 
 
-def _compile_field(field: str, condition: Any) -> Predicate:
+def _path(key: tuple[Any, ...]) -> tuple[str, ...]:
+    """A field given as a path of keys into nested dicts."""
+    if not key or not all(isinstance(part, str) and part for part in key):
+        raise FilterError(
+            f"a field path must be a tuple of non-empty strings, got {key!r}",
+            hint='e.g. {("meta", "lang"): "en"} for metadata["meta"]["lang"]',
+        )
+    return key
+
+
+def _lookup(meta: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = meta
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+def _compile_field(field: str | tuple[str, ...], condition: Any) -> Predicate:
     if isinstance(condition, Mapping):
         if len(condition) != 1:
             raise FilterError(
@@ -215,6 +240,9 @@ def _compile_field(field: str, condition: Any) -> Predicate:
         )
     operand = _check_operand(field, op, operand)
     test = _FIELD_OPS[op]
+    if isinstance(field, tuple):
+        path = field
+        return lambda meta: test(_lookup(meta, path), operand)
 
     def predicate(meta: Mapping[str, Any]) -> bool:
         return test(meta.get(field, _MISSING), operand)
@@ -222,7 +250,7 @@ def _compile_field(field: str, condition: Any) -> Predicate:
     return predicate
 
 
-def _check_operand(field: str, op: str, operand: Any) -> Any:
+def _check_operand(field: str | tuple[str, ...], op: str, operand: Any) -> Any:
     """``operand`` if it has the type ``op`` takes (a list comes back as a list)."""
     if op in _LIST_OPS:
         if not isinstance(operand, (list, tuple)):

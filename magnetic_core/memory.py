@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core._index.clustering import normalize
 from magnetic_core._search.search import SearchPlan
 from magnetic_core._search.selection import Selection, select_hits
 from magnetic_core._search.views import cell_view, group_info, stats_view
@@ -36,7 +35,7 @@ from magnetic_core._text.inputs import check_id_list, check_k
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import Embedder, default_embedder, embed_checked, validate_vectors
-from magnetic_core.errors import EmptyTextError, InvalidInputError
+from magnetic_core.errors import DimensionError, EmptyTextError, InvalidInputError
 from magnetic_core.filters import Predicate, compile_filter
 from magnetic_core.types import Cell, GroupInfo, Hit, Stats
 from magnetic_core.validators import check_int, check_number
@@ -86,7 +85,7 @@ class MagneticMemory(WritePath, SleepMode):
         """The embedder's unit query vector for ``text``."""
         if not isinstance(text, str) or not text.strip():
             raise EmptyTextError("the query is empty", hint="pass a non-empty query")
-        return normalize(embed_checked(self.embedder, [text], query=True))[0]
+        return embed_checked(self.embedder, [text], query=True)[0]  # unit rows already
 
     def search(
         self,
@@ -144,39 +143,76 @@ class MagneticMemory(WritePath, SleepMode):
         Returns:
             Hits, best first.
         """
+        # Long for its documented keyword arguments only; the body is three steps.
         self._check_open()
         check_k(k)
         check_int(n_probe, "n_probe", low=1, optional=True)
         selection = _selection(k, ids, expand, mmr_lambda, fetch_k)
-        predicate = compile_filter(filter)
-        if vector is not None:
-            q = normalize(validate_vectors(vector, self.dim, what="query vector"))[0]
-        elif query is None:
-            raise InvalidInputError("search() needs a query or a vector")
-        else:
-            q = self.embed_query(query)
-        entities = tuple(extract_entities(query)) if query else ()
-        plan = SearchPlan(
-            vector=q,
-            k=k,
-            n_probe=n_probe or self.config.n_probe,
-            entities=entities,
-            entity_boost=self.config.entity_boost if entity_boost is None else entity_boost,
-            predicate=predicate,
-            lexical_terms=LexicalIndex.query_terms(query) if query else (),
-            lexical_weight=self.config.lexical_weight if lexical_weight is None else lexical_weight,
+        predicate = compile_filter(filter)  # every argument checked before anything embeds
+        plan = self._plan(
+            query,
+            self._query_vector(query, vector),
+            k,
+            predicate,
+            n_probe=n_probe,
+            entity_boost=entity_boost,
+            lexical_weight=lexical_weight,
             context_weight=_thread_weight(query, "context_weight", context_weight, self.config),
             session_weight=_thread_weight(query, "session_weight", session_weight, self.config),
-            sketch_rank=self.config.sketch_rank,
-            rerank=self.config.rerank,
-            min_cells=self.config.probe_cells if n_probe is None else 0,
-            list_size=self.config.list_size,
         )
         with self._lock.read():
             if current_only and self._superseded:
                 exclude = superseded_ids(self._catalog.records, self._superseded)
                 plan = replace(plan, exclude=exclude)
             return select_hits(self._index, self._catalog, plan, selection, explain, self._scorer)
+
+    def _query_vector(self, query: str | None, vector: Any) -> np.ndarray:
+        """The unit query vector: ``vector`` checked (once, here), else ``query`` embedded."""
+        if vector is None:
+            if query is None:
+                raise InvalidInputError(
+                    "search() needs a query or a vector", hint="pass query= or vector="
+                )
+            return self.embed_query(query)
+        rows = validate_vectors(vector, self.dim, what="query vector")  # unit rows
+        if rows.shape[0] != 1:
+            raise DimensionError(
+                f"search() takes one query vector, got {rows.shape[0]}",
+                hint="search once per vector",
+            )
+        return rows[0]
+
+    def _plan(
+        self,
+        query: str | None,
+        q: np.ndarray,
+        k: int,
+        predicate: Predicate | None,
+        *,
+        n_probe: int | None,
+        entity_boost: float | None,
+        lexical_weight: float | None,
+        context_weight: float,
+        session_weight: float,
+    ) -> SearchPlan:
+        """The search's stages and weights: what is given, else the config's."""
+        config = self.config
+        return SearchPlan(
+            vector=q,
+            k=k,
+            n_probe=n_probe or config.n_probe,
+            entities=tuple(extract_entities(query)) if query else (),
+            entity_boost=config.entity_boost if entity_boost is None else entity_boost,
+            predicate=predicate,
+            lexical_terms=LexicalIndex.query_terms(query) if query else (),
+            lexical_weight=config.lexical_weight if lexical_weight is None else lexical_weight,
+            context_weight=context_weight,
+            session_weight=session_weight,
+            sketch_rank=config.sketch_rank,
+            rerank=config.rerank,
+            min_cells=config.probe_cells if n_probe is None else 0,
+            list_size=config.list_size,
+        )
 
     def search_among(
         self, ids: Sequence[str], query: str | None = None, k: int = 10, *, vector: Any = None

@@ -17,10 +17,10 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.errors import InvalidInputError, WrongTypeError
 
 __all__ = [
     "MAX_DEPTH",
@@ -29,6 +29,7 @@ __all__ = [
     "check_nested",
     "check_number",
     "check_utf8",
+    "field_error",
 ]
 
 MAX_DEPTH = 32
@@ -160,3 +161,73 @@ def _check_text(value: str, name: str, error: type[InvalidInputError]) -> None:
         check_utf8(value, name)
     except InvalidInputError as e:
         raise error(e.message, hint=e.hint) from None
+
+
+_TYPE_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "string": "a string",
+    "str": "a string",
+    "bool": "True or False",
+    "dict": "a dict",
+    "list": "a list",
+}
+_BOUNDS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
+def field_error(owner: str, errors: Sequence[Mapping[str, Any]]) -> InvalidInputError:
+    """One clear error for the field errors a framework's pydantic model reported.
+
+    The frameworks' classes (a LangChain retriever, a LlamaIndex memory block) are pydantic
+    models, and pydantic reports a bad field as its own ``ValidationError``. The adapters
+    catch it and raise this instead, so a user mistake is a :class:`MagneticError` here as
+    everywhere: an error of one of our own validators (which pydantic wraps) comes back as
+    it was raised; any other names the field, the value and what it takes.
+
+    Args:
+        owner: the class or call that was given the fields, e.g. ``"MagneticRetriever"``.
+        errors: pydantic's ``ValidationError.errors()`` (dicts with ``loc``, ``msg``,
+            ``type``, ``input`` and ``ctx``); the core does not import pydantic.
+
+    Example:
+        >>> err = field_error("Retriever", [{"loc": ("k",), "msg": "Input should be "
+        ...     "greater than or equal to 0", "type": "greater_than_equal", "input": -1,
+        ...     "ctx": {"ge": 0}}])
+        >>> print(err)
+        Retriever got k=-1: input should be greater than or equal to 0 (hint: pass k=<a value >= 0>)
+    """
+    for err in errors:
+        cause = (err.get("ctx") or {}).get("error")
+        if isinstance(cause, InvalidInputError):
+            return cause
+    first: Mapping[str, Any] = errors[0] if errors else {}
+    kind = str(first.get("type", ""))
+    message = str(first.get("msg", "a value is not accepted")).removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    wrong_type = kind.endswith(("_type", "_parsing", "instance_of"))
+    error = WrongTypeError if wrong_type else InvalidInputError
+    field = ".".join(str(part) for part in first.get("loc", ()))
+    if not field:
+        return error(
+            f"{owner}: {message}{more}", hint=f"check the arguments {owner} takes in its docs"
+        )
+    shown = repr(first.get("input"))
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return error(
+        f"{owner} got {field}={shown}: {message}{more}",
+        hint=f"pass {field}=<{_expected(kind, first.get('ctx') or {})}>",
+    )
+
+
+def _expected(kind: str, ctx: Mapping[str, Any]) -> str:
+    """What a field takes, in words, from pydantic's error type and context."""
+    if kind == "missing":
+        return "a value: it is required"
+    if kind == "is_instance_of" and "class" in ctx:
+        return f"a {ctx['class']}"
+    bounds = [f"{_BOUNDS[b]} {ctx[b]}" for b in _BOUNDS if b in ctx]
+    if bounds:
+        return "a value " + " and ".join(bounds)
+    word = _TYPE_WORDS.get(kind.split("_", 1)[0])
+    return word if word is not None else "a valid value"

@@ -8,6 +8,7 @@ from typing import Any
 
 from magnetic_core._text.inputs import validate_batch
 from magnetic_core.errors import FilterError, InvalidInputError, WrongTypeError
+from magnetic_core.validators import check_int, check_number
 
 __all__ = [
     "SEARCH_OPTIONS",
@@ -63,9 +64,7 @@ def pop_batch_size(kwargs: dict[str, Any]) -> int | None:
         raise WrongTypeError(
             f"unexpected keyword arguments {sorted(kwargs)}", hint="only batch_size= is accepted"
         )
-    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-        raise InvalidInputError(f"batch_size must be a positive integer, got {size!r}")
-    return size
+    return check_int(size, "batch_size", low=1, optional=True)  # type: ignore[no-any-return]
 
 
 def batches(
@@ -99,17 +98,12 @@ def check_search_options(options: Mapping[str, Any]) -> None:
     unknown = set(options) - SEARCH_OPTIONS
     if unknown:
         raise WrongTypeError(
-            f"unexpected search arguments {sorted(unknown)}; supported: "
-            f"k, filter, {', '.join(sorted(SEARCH_OPTIONS))}"
+            f"unexpected search arguments {sorted(unknown)}",
+            hint=f"supported: k, filter, {', '.join(sorted(SEARCH_OPTIONS))}",
         )
 
 
-def check_mmr(k: int, lambda_mult: float) -> None:
-    """Refuse out-of-range MMR parameters."""
-    if not 0.0 <= lambda_mult <= 1.0:
-        raise InvalidInputError(
-            f"lambda_mult must be in [0, 1], got {lambda_mult!r}",
-            hint="1 ranks by relevance only, 0 by diversity only",
-        )
-    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-        raise InvalidInputError(f"k must be a non-negative integer, got {k!r}")
+def check_mmr(fetch_k: int, lambda_mult: float) -> None:
+    """Refuse out-of-range MMR parameters (``k`` is the engine's to check)."""
+    check_number(lambda_mult, "lambda_mult", low=0.0, high=1.0)
+    check_int(fetch_k, "fetch_k")

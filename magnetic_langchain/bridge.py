@@ -67,13 +67,29 @@ class MemoryBridge:
         options: Mapping[str, Any],
         *,
         expand: int = 0,
+        mmr: tuple[int, float] | None = None,
     ) -> list[Hit]:
-        """The engine's hits for a query text and/or vector; ``options`` as the store's."""
-        check_search_options(options)
+        """The engine's hits for a query text and/or vector; ``options`` as the store's.
+
+        ``mmr=(fetch_k, lambda_mult)``: ``fetch_k`` hits by similarity, then ``k`` of them
+        picked by maximal marginal relevance (still one engine call).
+        """
+        self._check(options, mmr)
         if self.empty:
             return []
+        if vector is None and query is None:
+            raise EmptyTextError("the query is empty", hint="pass a non-empty query")
+        picks: dict[str, Any] = {}
+        if mmr is not None:
+            picks = {"mmr_lambda": mmr[1], "fetch_k": max(k, mmr[0], 1)}
         return self.memory.search(
-            query, k=k, filter=filter, vector=vector, expand=expand, **self._engine(filter, options)
+            query,
+            k=k,
+            filter=filter,
+            vector=vector,
+            expand=expand,
+            **picks,
+            **self._engine(filter, options),
         )
 
     async def asearch(
@@ -85,63 +101,23 @@ class MemoryBridge:
         options: Mapping[str, Any],
         *,
         expand: int = 0,
+        mmr: tuple[int, float] | None = None,
     ) -> list[Hit]:
         """Async :meth:`search`, embedding the query with the model's async API."""
-        check_search_options(options)
-        if self.empty:
-            return []
-        if vector is None and query is not None:
-            vector = await self.aembed_query(query)
-        return await run_in_executor(
-            None, partial(self.search, query, vector, k, filter, options, expand=expand)
-        )
-
-    def mmr(
-        self,
-        query: str | None,
-        vector: Any,
-        k: int,
-        fetch_k: int,
-        lambda_mult: float,
-        filter: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[Hit]:
-        """``fetch_k`` hits by similarity, then ``k`` of them picked by MMR (one engine call)."""
-        check_mmr(k, lambda_mult)
-        check_search_options(options)
-        if self.empty:
-            return []
-        if vector is None and query is None:
-            raise EmptyTextError("the query is empty", hint="pass a non-empty query")
-        return self.memory.search(
-            query,
-            k=k,
-            filter=filter,
-            vector=vector,
-            mmr_lambda=lambda_mult,
-            fetch_k=max(k, fetch_k, 1),
-            **self._engine(filter, options),
-        )
-
-    async def ammr(
-        self,
-        query: str | None,
-        vector: Any,
-        k: int,
-        fetch_k: int,
-        lambda_mult: float,
-        filter: dict[str, Any] | None,
-        options: Mapping[str, Any],
-    ) -> list[Hit]:
-        """Async :meth:`mmr`, embedding the query with the model's async API."""
-        check_mmr(k, lambda_mult)
+        self._check(options, mmr)
         if self.empty:
             return []
         if vector is None:
             vector = await self.aembed_query(query or "")
-        return await run_in_executor(
-            None, self.mmr, query, vector, k, fetch_k, lambda_mult, filter, options
-        )
+        call = partial(self.search, query, vector, k, filter, options, expand=expand, mmr=mmr)
+        return await run_in_executor(None, call)
+
+    @staticmethod
+    def _check(options: Mapping[str, Any], mmr: tuple[int, float] | None) -> None:
+        """Refuse unknown options and bad MMR settings before anything embeds."""
+        check_search_options(options)
+        if mmr is not None:
+            check_mmr(mmr[0], mmr[1])
 
     def _engine(self, filter: dict[str, Any] | None, options: Mapping[str, Any]) -> dict[str, Any]:
         """The store's search options as the engine's keyword arguments.

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from magnetic_core import Cell, Hit, MagneticMemory
-    from magnetic_core._store.deferred import DeferredMemory
+    from magnetic_core._store.deferred import StoreMemory
     from magnetic_langchain.bridge import MemoryBridge
 
 __all__ = ["ChromaCompatMixin", "GET_INCLUDE"]
@@ -37,8 +37,7 @@ class ChromaCompatMixin:
 
     if TYPE_CHECKING:  # provided by MagneticVectorStore
         _bridge: MemoryBridge
-        _deferred: DeferredMemory | None
-        _memory: MagneticMemory | None
+        _held: StoreMemory
 
         @property
         def memory(self) -> MagneticMemory: ...
@@ -82,10 +81,8 @@ class ChromaCompatMixin:
             raise InvalidInputError("every embedding must be a list of floats of one length")
         placeholder = [t if t.strip() else "x" for t in texts]  # validated apart from vectors
         _, metas, full_ids = prepare_texts(placeholder, metadatas, ids)
-        memory = self._open()
-        if memory is None and self._deferred is not None:
-            memory = self._memory = self._deferred.ensure(int(vectors.shape[1]))
-        return self.memory.add(texts, metas, full_ids, vectors=vectors)
+        memory = self._held.ensure(int(vectors.shape[1]))
+        return memory.add(texts, metas, full_ids, vectors=vectors)
 
     def get(
         self,

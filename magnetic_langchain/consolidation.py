@@ -167,6 +167,7 @@ def create_consolidation_chain(
             print(c.a, "<->", c.b, ":", c.explanation)
         ```
     """
+    # Long for its documented settings and example only; the body is two calls.
     worker = Consolidator.of(
         memory,
         check=check,
@@ -176,6 +177,13 @@ def create_consolidation_chain(
         sleep=sleep,
         merge_threshold=merge_threshold,
     )
+    return _runnable(worker, llm, retries)
+
+
+def _runnable(
+    worker: Consolidator, llm: BaseLanguageModel[Any], retries: int
+) -> Runnable[Mapping[str, Any] | None, ConsolidationResult]:
+    """The chain: one run of ``worker`` per input, asking ``llm`` (sync and async)."""
 
     def threshold(inputs: Mapping[str, Any] | None) -> float | None:
         if inputs is not None and not isinstance(inputs, Mapping):

@@ -14,7 +14,8 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from magnetic_core.embeddings import Embedder, OllamaEmbedder
-from magnetic_core.errors import InvalidInputError, WrongTypeError
+from magnetic_core.errors import WrongTypeError
+from magnetic_core.validators import check_int
 
 __all__ = [
     "LangChainEmbedder",
@@ -82,8 +83,7 @@ class LangChainEmbedder:
                 f"expected a LangChain Embeddings, got {type(embeddings).__name__}",
                 hint="wrap core embedders directly with MagneticMemory(embedder=...)",
             )
-        if dim is not None and (not isinstance(dim, int) or isinstance(dim, bool) or dim < 1):
-            raise InvalidInputError(f"dim must be a positive integer, got {dim!r}")
+        check_int(dim, "dim", low=1, optional=True)
         self.embeddings = embeddings
         self._dim = dim
         self._name = name or embedder_name(embeddings)

@@ -11,9 +11,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from magnetic_core import Hit
+from magnetic_core.validators import check_int, field_error
 from magnetic_langchain.documents import EXPANDED_FROM_KEY, SCORE_KEY, cell_to_document
 from magnetic_langchain.vectorstores import MagneticVectorStore
 
@@ -67,6 +68,19 @@ class MagneticRetriever(BaseRetriever):
     """Add group id, label and score to the metadata of returned documents."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def __init__(self, **data: Any) -> None:
+        """Check the fields; a bad one raises InvalidInputError (not pydantic's error)."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise field_error(type(self).__name__, e.errors()) from e
+
+    @field_validator("k", "expand", mode="before")
+    @classmethod
+    def _count(cls, value: Any, info: ValidationInfo) -> int:
+        # The core's rule, not pydantic's lax one (which takes "3" and 2.0 for 3 and 2).
+        return int(check_int(value, str(info.field_name)))
 
     def _get_relevant_documents(
         self,

@@ -121,7 +121,7 @@ class SearchMethods:
             filter: Chroma-style metadata filter.
             **kwargs: as for :meth:`similarity_search`.
         """
-        hits = self._bridge.mmr(query, None, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = self._bridge.search(query, None, k, filter, kwargs, mmr=(fetch_k, lambda_mult))
         return self._documents(hits, kwargs)
 
     async def amax_marginal_relevance_search(
@@ -134,7 +134,9 @@ class SearchMethods:
         **kwargs: Any,
     ) -> list[Document]:
         """Async :meth:`max_marginal_relevance_search`."""
-        hits = await self._bridge.ammr(query, None, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = await self._bridge.asearch(
+            query, None, k, filter, kwargs, mmr=(fetch_k, lambda_mult)
+        )
         return self._documents(hits, kwargs)
 
     def max_marginal_relevance_search_by_vector(
@@ -147,7 +149,7 @@ class SearchMethods:
         **kwargs: Any,
     ) -> list[Document]:
         """:meth:`max_marginal_relevance_search` for a query embedding."""
-        hits = self._bridge.mmr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = self._bridge.search(None, embedding, k, filter, kwargs, mmr=(fetch_k, lambda_mult))
         return self._documents(hits, kwargs)
 
     async def amax_marginal_relevance_search_by_vector(
@@ -160,7 +162,9 @@ class SearchMethods:
         **kwargs: Any,
     ) -> list[Document]:
         """Async :meth:`max_marginal_relevance_search_by_vector`."""
-        hits = await self._bridge.ammr(None, embedding, k, fetch_k, lambda_mult, filter, kwargs)
+        hits = await self._bridge.asearch(
+            None, embedding, k, filter, kwargs, mmr=(fetch_k, lambda_mult)
+        )
         return self._documents(hits, kwargs)
 
     def search_hits(

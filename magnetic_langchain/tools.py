@@ -323,7 +323,10 @@ def create_memory_tools(
         ```
     """
     if not isinstance(store, MagneticVectorStore):
-        raise WrongTypeError(f"expected a MagneticVectorStore, got {type(store).__name__}")
+        raise WrongTypeError(
+            f"expected a MagneticVectorStore, got {type(store).__name__}",
+            hint="wrap a memory first: MagneticVectorStore(memory=memory)",
+        )
     return [
         SearchMemoryTool(store=store),
         StoreMemoryTool(

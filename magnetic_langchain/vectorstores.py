@@ -5,23 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables.config import run_in_executor
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+from pydantic import ValidationError
 from typing_extensions import Self
 
-from magnetic_core import EmbeddingError, Hit, InvalidInputError, MagneticMemory, MemoryConfig
-from magnetic_core._store.deferred import DeferredMemory
-from magnetic_langchain.arguments import (
-    batches,
-    delete_filter,
-    pop_batch_size,
-    prepare_texts,
-)
+from magnetic_core import Hit, InvalidInputError, MagneticMemory, MemoryConfig
+from magnetic_core.validators import field_error
 from magnetic_langchain.bridge import MemoryBridge
 from magnetic_langchain.chroma_compat import ChromaCompatMixin
 from magnetic_langchain.documents import (
@@ -29,16 +24,17 @@ from magnetic_langchain.documents import (
     hit_to_document,
     relevance_from_distance,
 )
-from magnetic_langchain.embeddings import as_core_embedder, as_langchain_embeddings
+from magnetic_langchain.embeddings import as_langchain_embeddings
+from magnetic_langchain.opening import open_memory
 from magnetic_langchain.searches import SearchMethods
+from magnetic_langchain.writing import WriteMethods
 
 __all__ = ["MagneticVectorStore"]
 
 logger = logging.getLogger(__name__)
 
 
-
-class MagneticVectorStore(ChromaCompatMixin, SearchMethods, VectorStore):
+class MagneticVectorStore(ChromaCompatMixin, WriteMethods, SearchMethods, VectorStore):
     """MagneticStorage vector store: cells grouped online into concepts, on ChromaDB.
 
     Every added text becomes a cell that joins (or founds) a concept group as it arrives;
@@ -204,49 +200,15 @@ class MagneticVectorStore(ChromaCompatMixin, SearchMethods, VectorStore):
                 relevance in [0, 1] (default ``1 - score / 2``).
 
         Raises:
-            ValueError: a memory given together with settings that belong to it, or an
-                embedding that is not the memory's.
+            InvalidInputError: a memory given together with settings that belong to it, or
+                an embedding that is not the memory's.
         """
-        self._deferred: DeferredMemory | None = None
-        self._memory: MagneticMemory | None = None
-        if memory is not None:
-            clash = [
-                name
-                for name, value in (("path", path), ("config", config), ("client", client))
-                if value is not None
-            ] + (["namespace"] if namespace != "default" else [])
-            if clash:
-                raise InvalidInputError(
-                    f"pass either memory= or {', '.join(clash)}, not both",
-                    hint="the wrapped memory already has its own",
-                )
-            if embedding is not None and as_core_embedder(embedding).name != memory.embedder.name:
-                raise InvalidInputError(
-                    f"the embedding {as_core_embedder(embedding).name!r} is not the memory's "
-                    f"embedder {memory.embedder.name!r}",
-                    hint="omit embedding= to use the memory's",
-                )
-            self._memory, self._owns_memory = memory, False
-        elif embedding is None:
-            self._deferred = DeferredMemory(
-                path=os.fspath(path) if path is not None else "./magnetic_memory",
-                client=client,
-                namespace=namespace,
-                config=config,
-            )
-            self._owns_memory = True
-        else:
-            self._memory = MagneticMemory(
-                path=os.fspath(path) if path is not None else "./magnetic_memory",
-                namespace=namespace,
-                embedder=as_core_embedder(embedding),
-                config=config,
-                client=client,
-            )
-            self._owns_memory = True
+        self._held = open_memory(
+            embedding, memory, path=path, namespace=namespace, config=config, client=client
+        )
         self._embedding = embedding
-        if embedding is None and self._memory is not None:
-            self._embedding = as_langchain_embeddings(self._memory.embedder)
+        if embedding is None and self._held.memory is not None:
+            self._embedding = as_langchain_embeddings(self._held.memory.embedder)
         self._bridge = MemoryBridge(self._open, self._embedding)
         self.include_group_metadata = include_group_metadata
         self.override_relevance_score_fn = relevance_score_fn
@@ -268,16 +230,11 @@ class MagneticVectorStore(ChromaCompatMixin, SearchMethods, VectorStore):
         return self._bridge.memory
 
     def _open(self) -> MagneticMemory | None:
-        if self._memory is None and self._deferred is not None:
-            self._memory = self._deferred.existing()
-        return self._memory
+        return self._held.current()
 
     def close(self) -> None:
         """Close the memory if this store opened it. Idempotent."""
-        if self._deferred is not None:
-            self._deferred.close()
-        elif self._owns_memory and self._memory is not None:
-            self._memory.close()
+        self._held.close()
 
     def __enter__(self) -> Self:
         return self
@@ -291,76 +248,6 @@ class MagneticVectorStore(ChromaCompatMixin, SearchMethods, VectorStore):
     def _documents(self, hits: Sequence[Hit], options: Mapping[str, Any]) -> list[Document]:
         with_group = options.get("include_group_metadata", self.include_group_metadata)
         return [hit_to_document(hit, with_group=bool(with_group)) for hit in hits]
-
-    # -- writing ---------------------------------------------------------------------
-    def add_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: list[dict[str, Any]] | None = None,
-        *,
-        ids: list[str] | None = None,
-        **kwargs: Any,
-    ) -> list[str]:
-        """Embed and store texts; an existing id is updated in place (upsert).
-
-        Args:
-            texts: non-empty strings.
-            metadatas: one dict per text, returned exactly as given by searches.
-            ids: one id per text; ``None`` entries (and a ``None`` list) get UUIDs.
-            **kwargs: ``batch_size``: texts embedded and written per engine call (each
-                call is all-or-nothing; by default the whole list is one call).
-
-        Returns:
-            The ids, in input order.
-        """
-        parts = batches(*prepare_texts(texts, metadatas, ids), pop_batch_size(kwargs))
-        memory = self._text_memory()
-        return [cid for t, m, i in parts for cid in memory.add(t, m, i)]
-
-    async def aadd_texts(
-        self,
-        texts: Iterable[str],
-        metadatas: list[dict[str, Any]] | None = None,
-        *,
-        ids: list[str] | None = None,
-        **kwargs: Any,
-    ) -> list[str]:
-        """Async :meth:`add_texts`: embeds with the model's native async API."""
-        out: list[str] = []
-        memory = self._text_memory()
-        for t, m, i in batches(*prepare_texts(texts, metadatas, ids), pop_batch_size(kwargs)):
-            vectors = await self._bridge.aembed_documents(t)
-            out += await memory.aadd(t, m, i, vectors=vectors)
-        return out
-
-    def _text_memory(self) -> MagneticMemory:
-        """The memory, for adding texts that need embedding (refused without a model)."""
-        if self._embedding is None:
-            raise EmbeddingError(
-                "this store has no embedding model, so it cannot embed texts",
-                hint="pass embedding= to the store, or add with add_embeddings()",
-            )
-        return self.memory
-
-    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
-        """Delete by ids (missing ids are ignored) and/or a metadata ``filter``.
-
-        Raises:
-            ValueError: neither ids nor a filter (use ``memory.clear()`` to empty the store).
-        """
-        where = delete_filter(kwargs)
-        if (ids is not None and not ids) or self._bridge.empty:
-            return True  # an empty id list names nothing; the engine would read it as "all"
-        self.memory.delete(ids=ids, filter=where)
-        return True
-
-    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool:
-        """Async :meth:`delete`."""
-        where = delete_filter(kwargs)
-        if (ids is not None and not ids) or self._bridge.empty:
-            return True
-        await self.memory.adelete(ids=ids, filter=where)
-        return True
 
     # -- reading ---------------------------------------------------------------------
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
@@ -383,6 +270,25 @@ class MagneticVectorStore(ChromaCompatMixin, SearchMethods, VectorStore):
             return [cell_to_document(c) for c in cells]
         labels = {gid: self.memory.group(gid).label for gid in {c.group_id for c in cells}}
         return [cell_to_document(c, group_label=labels[c.group_id]) for c in cells]
+
+    def as_retriever(self, **kwargs: Any) -> VectorStoreRetriever:
+        """LangChain's retriever over this store (``search_type``, ``search_kwargs``, ...).
+
+        Raises:
+            InvalidInputError: an unknown ``search_type`` or a setting it needs missing
+                (LangChain's own checks, raised as this package's error).
+        """
+        search_type = kwargs.get("search_type", "similarity")
+        allowed = VectorStoreRetriever.allowed_search_types
+        if search_type not in allowed:
+            raise InvalidInputError(
+                f"search_type must be one of {', '.join(allowed)}, got {search_type!r}",
+                hint='e.g. as_retriever(search_type="mmr", search_kwargs={"k": 4})',
+            )
+        try:
+            return super().as_retriever(**kwargs)
+        except ValidationError as e:
+            raise field_error("as_retriever", e.errors()) from e
 
     # -- construction ----------------------------------------------------------------
     @classmethod

@@ -8,7 +8,7 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from magnetic_core._store.deferred import DeferredMemory
+from magnetic_core._store.deferred import DeferredMemory, StoreMemory
 from magnetic_core.embeddings import Embedder
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
@@ -40,8 +40,8 @@ def refuse_with_memory(memory: MagneticMemory, settings: Mapping[str, Any]) -> N
 
 def open_store_memory(
     memory: MagneticMemory | None, settings: Mapping[str, Any]
-) -> tuple[MagneticMemory | None, DeferredMemory | None, bool]:
-    """The memory a store serves: ``(memory, deferred, owned)``.
+) -> StoreMemory:
+    """The memory a store serves.
 
     A memory passed in (no other setting allowed), a memory opened from the settings
     (``dim`` or ``embed_model`` known), or a :class:`DeferredMemory` that opens once the
@@ -51,7 +51,7 @@ def open_store_memory(
     namespace, config = settings["namespace"] or "default", settings["config"]
     if memory is not None:
         refuse_with_memory(memory, settings)
-        return memory, None, False
+        return StoreMemory(memory, None, False)
     if path is not None and client is not None:
         raise InvalidInputError(
             "the store was given both path and client", hint="pass only one of them"
@@ -68,7 +68,7 @@ def open_store_memory(
                 d, stored or name or PRECOMPUTED_NAME
             ),
         )
-        return None, deferred, True
+        return StoreMemory(None, deferred, True)
     mem = MagneticMemory(
         path=where,
         namespace=namespace,
@@ -76,7 +76,7 @@ def open_store_memory(
         config=config,
         client=client,
     )
-    return mem, None, True
+    return StoreMemory(mem, None, True)
 
 
 def engine_embedder(

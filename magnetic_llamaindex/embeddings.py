@@ -16,11 +16,12 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import PrivateAttr, ValidationError
 
 from magnetic_core.embeddings import Embedder, VectorsOnly
 from magnetic_core.errors import EmbeddingError, InvalidInputError
 from magnetic_core.memory import MagneticMemory
+from magnetic_core.validators import check_int, field_error
 
 __all__ = [
     "PRECOMPUTED_NAME",
@@ -55,11 +56,7 @@ class PrecomputedEmbedder(VectorsOnly):
     """
 
     def __init__(self, dim: int, name: str = PRECOMPUTED_NAME) -> None:
-        if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
-            raise InvalidInputError(
-                f"dim must be a positive integer, got {dim!r}",
-                hint="pass the embedding size of your LlamaIndex embed model, e.g. dim=384",
-            )
+        check_int(dim, "dim", low=1)
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError(f"the embedder name must be a non-empty string, got {name!r}")
         super().__init__(
@@ -165,7 +162,10 @@ class MagneticEmbedding(BaseEmbedding):
                 f"{type(embedder).__name__}",
                 hint="pass e.g. magnetic_core.SentenceTransformerEmbedder()",
             )
-        super().__init__(model_name=embedder.name, embed_batch_size=embed_batch_size, **kwargs)
+        try:
+            super().__init__(model_name=embedder.name, embed_batch_size=embed_batch_size, **kwargs)
+        except ValidationError as e:
+            raise field_error(type(self).__name__, e.errors()) from e
         self._embedder = embedder
 
     @classmethod

@@ -8,12 +8,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, TextBlock
-from llama_index.core.bridge.pydantic import Field, field_validator
+from llama_index.core.bridge.pydantic import Field, ValidationError, ValidationInfo, field_validator
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 
+from magnetic_core.errors import WrongTypeError
 from magnetic_core.memory import MagneticMemory
 from magnetic_core.types import Hit
+from magnetic_core.validators import check_int, field_error
 
 __all__ = ["MagneticMemoryBlock"]
 
@@ -73,14 +75,28 @@ class MagneticMemoryBlock(BaseMemoryBlock[str]):
         default_factory=get_tokenizer, description="Counts tokens of the block's text."
     )
 
+    def __init__(self, **data: Any) -> None:
+        """Check the fields; a bad one raises InvalidInputError (not pydantic's error)."""
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise field_error(type(self).__name__, e.errors()) from e
+
     @field_validator("memory", mode="before")
     @classmethod
     def _check_memory(cls, value: Any) -> MagneticMemory:
         if not isinstance(value, MagneticMemory):
-            raise ValueError(
-                f"memory must be a magnetic_core.MagneticMemory, got {type(value).__name__}"
+            raise WrongTypeError(
+                f"memory must be a magnetic_core.MagneticMemory, got {type(value).__name__}",
+                hint="pass memory=MagneticMemory(...), or the .memory of a vector store",
             )
         return value
+
+    @field_validator("similarity_top_k", "token_limit", "retrieval_context_window", mode="before")
+    @classmethod
+    def _check_count(cls, value: Any, info: ValidationInfo) -> int:
+        # The core's rule, not pydantic's lax one (which takes "3" and 2.0 for 3 and 2).
+        return int(check_int(value, str(info.field_name), low=1))
 
     # -- writing ---------------------------------------------------------------------
     async def _aput(self, messages: list[ChatMessage]) -> None:

@@ -12,7 +12,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQu
 
 from magnetic_core.errors import FilterError, InvalidInputError
 from magnetic_core.filters import Predicate, compile_filter
-from magnetic_core.validators import check_int
+from magnetic_core.validators import check_int, check_number
 from magnetic_llamaindex.filters import to_where
 from magnetic_llamaindex.nodes import REF_DOC_ID
 from magnetic_llamaindex.ranking import DEFAULT_MMR_THRESHOLD, check_mmr_threshold
@@ -32,8 +32,9 @@ class QueryPlan:
     """One validated query.
 
     Attributes:
-        vector: the unit query vector; None for a filter-only query (no embedding and no
-            text: the first ``k`` matching nodes, oldest first, as Chroma answers it).
+        vector: the query embedding (checked and normalised by the core's search); None
+            for a filter-only query (no embedding and no text: the first ``k`` matching
+            nodes, oldest first, as Chroma answers it).
         k: how many results to return.
         predicate: the metadata test every result passes (filters, ``where``, ``doc_ids``).
         node_ids: restrict the search to these nodes (exact scoring), or None for all.
@@ -43,7 +44,7 @@ class QueryPlan:
         n_probe: groups the engine probes (None for its default).
     """
 
-    vector: np.ndarray | None
+    vector: Any
     k: int
     predicate: Predicate | None
     node_ids: list[str] | None
@@ -57,7 +58,6 @@ def plan_query(
     query: VectorStoreQuery,
     kwargs: Mapping[str, Any],
     *,
-    dim: int,
     embed_query: Callable[[str], np.ndarray],
 ) -> QueryPlan:
     """Validate ``query`` and the keyword arguments of ``query()``.
@@ -69,13 +69,32 @@ def plan_query(
     Args:
         query: the LlamaIndex query.
         kwargs: extra keyword arguments (see :data:`QUERY_KWARGS`).
-        dim: the store's embedding dimension.
         embed_query: embeds ``query.query_str`` when the query has no embedding.
 
     Raises:
         InvalidInputError: an unknown keyword argument, an unsupported mode or filter, a
             filter or MMR setting given two ways, or a bad query embedding.
     """
+    _check_call(query, kwargs)
+    k = check_count("similarity_top_k", query.similarity_top_k, 0)
+    n_probe = check_int(kwargs.get("n_probe"), "n_probe", low=1, optional=True)
+    mmr = query.mode == VectorStoreQueryMode.MMR
+    predicate = _predicate(query, kwargs.get("where"))
+    threshold = _mmr_threshold(query, kwargs)
+    fetch_k = _fetch_k(k, kwargs) if mmr else k
+    vector = _query_vector(query, embed_query)  # last: every argument is checked first
+    if vector is None and mmr:
+        raise InvalidInputError(
+            "an MMR query needs query_embedding or query_str",
+            hint="MMR trades relevance to a query against diversity; without a query, "
+            "use the default mode with filters",
+        )
+    node_ids = id_list(query.node_ids) or None
+    return QueryPlan(vector, k, predicate, node_ids, mmr, threshold, fetch_k, n_probe)
+
+
+def _check_call(query: VectorStoreQuery, kwargs: Mapping[str, Any]) -> None:
+    """Refuse keyword arguments and query modes the store does not know."""
     unknown = sorted(set(kwargs) - QUERY_KWARGS)
     if unknown:
         raise InvalidInputError(
@@ -87,28 +106,6 @@ def plan_query(
             f"unsupported query mode {query.mode!r}",
             hint="MagneticVectorStore supports VectorStoreQueryMode.DEFAULT and MMR",
         )
-    k = check_count("similarity_top_k", query.similarity_top_k, 0)
-    n_probe = kwargs.get("n_probe")
-    if n_probe is not None:
-        check_count("n_probe", n_probe, 1)
-    mmr = query.mode == VectorStoreQueryMode.MMR
-    vector = _query_vector(query, dim, embed_query)
-    if vector is None and mmr:
-        raise InvalidInputError(
-            "an MMR query needs query_embedding or query_str",
-            hint="MMR trades relevance to a query against diversity; without a query, "
-            "use the default mode with filters",
-        )
-    return QueryPlan(
-        vector=vector,
-        k=k,
-        predicate=_predicate(query, kwargs.get("where")),
-        node_ids=id_list(query.node_ids) or None,
-        mmr=mmr,
-        mmr_threshold=_mmr_threshold(query, kwargs),
-        fetch_k=_fetch_k(k, kwargs) if mmr else k,
-        n_probe=n_probe,
-    )
 
 
 def check_count(name: str, value: Any, low: int) -> int:
@@ -152,26 +149,14 @@ def _predicate(query: VectorStoreQuery, where: Any) -> Predicate | None:
     return compile_filter(parts[0] if len(parts) == 1 else {"$and": parts})
 
 
-def _query_vector(
-    query: VectorStoreQuery, dim: int, embed_query: Callable[[str], np.ndarray]
-) -> np.ndarray | None:
-    if query.query_embedding is None:
-        if query.query_str:
-            return embed_query(query.query_str)
-        return None  # a filter-only query
-    try:
-        vec = np.asarray(query.query_embedding, dtype=np.float32)
-    except (TypeError, ValueError) as e:
-        raise InvalidInputError("query_embedding must be a list of floats") from e
-    if vec.ndim != 1 or vec.shape[0] != dim:
-        raise InvalidInputError(
-            f"query_embedding has shape {vec.shape}, but the store holds {dim}-d vectors",
-            hint="embed the query with the model the nodes were embedded with",
-        )
-    norm = float(np.linalg.norm(vec))
-    if not math.isfinite(norm) or norm == 0.0:
-        raise InvalidInputError("query_embedding is all zeros or not finite")
-    return vec / norm
+def _query_vector(query: VectorStoreQuery, embed_query: Callable[[str], np.ndarray]) -> Any:
+    """The query's embedding as given (the core's search checks and normalises it, once),
+    the embedded ``query_str``, or None for a filter-only query."""
+    if query.query_embedding is not None:
+        return query.query_embedding
+    if query.query_str:
+        return embed_query(query.query_str)
+    return None
 
 
 def _mmr_threshold(query: VectorStoreQuery, kwargs: Mapping[str, Any]) -> float:
@@ -195,6 +180,5 @@ def _fetch_k(k: int, kwargs: Mapping[str, Any]) -> int:
     if prefetch_k is not None:
         return max(check_count("mmr_prefetch_k", prefetch_k, 1), k)
     factor = DEFAULT_MMR_PREFETCH_FACTOR if factor is None else factor
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
-        raise InvalidInputError(f"mmr_prefetch_factor must be a number >= 1, got {factor!r}")
+    check_number(factor, "mmr_prefetch_factor", low=1.0)
     return math.ceil(k * factor)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.validators import check_number
 
 __all__ = ["DEFAULT_MMR_THRESHOLD", "check_mmr_threshold"]
 
@@ -18,13 +18,4 @@ def check_mmr_threshold(threshold: Any) -> float:
     ``threshold`` is LlamaIndex's ``mmr_threshold``, the core's ``mmr_lambda``: 1.0 ranks
     by relevance alone, 0.0 by diversity alone.
     """
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, (int, float))
-        or not 0.0 <= threshold <= 1.0
-    ):
-        raise InvalidInputError(
-            f"mmr_threshold must be a number between 0 and 1, got {threshold!r}",
-            hint="1.0 ranks by relevance only, 0.0 by diversity only",
-        )
-    return float(threshold)
+    return float(check_number(threshold, "mmr_threshold", low=0.0, high=1.0))

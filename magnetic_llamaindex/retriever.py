@@ -14,6 +14,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
 from magnetic_core.types import EXPANDED_FROM_KEY, GROUP_ID_KEY, GROUP_LABEL_KEY, Hit
+from magnetic_core.validators import check_number
 from magnetic_llamaindex.embeddings import embed_query_text
 from magnetic_llamaindex.filters import to_predicate
 from magnetic_llamaindex.nodes import cell_to_node, link_node_metadata
@@ -139,11 +140,8 @@ class MagneticRetriever(BaseRetriever):
 
 def _check_weight(name: str, value: float | None) -> float | None:
     """Return ``value`` if it is None or a finite number >= 0, else raise naming it."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e6:
-        raise InvalidInputError(f"{name} must be a number >= 0, got {value!r}")
-    return float(value)
+    check_number(value, name, low=0.0, high=1e6, optional=True)
+    return None if value is None else float(value)
 
 
 def _scored(hit: Hit) -> NodeWithScore:

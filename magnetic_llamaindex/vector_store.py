@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import PrivateAttr, ValidationError
 from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
@@ -18,10 +18,11 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from magnetic_core._store.deferred import DeferredMemory
+from magnetic_core._store.deferred import StoreMemory
 from magnetic_core.config import MemoryConfig
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.memory import MagneticMemory
+from magnetic_core.validators import field_error
 from magnetic_llamaindex.construction import no_extra_kwargs, open_store_memory
 from magnetic_llamaindex.embeddings import (
     embed_query_text,
@@ -33,7 +34,6 @@ from magnetic_llamaindex.plan import id_list, plan_query
 __all__ = ["MagneticVectorStore"]
 
 logger = logging.getLogger(__name__)
-
 
 
 class MagneticVectorStore(BasePydanticVectorStore):
@@ -125,9 +125,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
     flat_metadata: bool = False
     namespace: str = "default"
 
-    _memory: MagneticMemory | None = PrivateAttr(default=None)
-    _deferred: DeferredMemory | None = PrivateAttr(default=None)
-    _owns_memory: bool = PrivateAttr(default=False)
+    _held: StoreMemory = PrivateAttr()
 
     def __init__(
         self,
@@ -151,17 +149,16 @@ class MagneticVectorStore(BasePydanticVectorStore):
             "embed_model": embed_model,
             "config": config,
         }
-        mem, deferred, owns = open_store_memory(memory, settings)
+        held = open_store_memory(memory, settings)
         try:
-            ns = mem.namespace if mem is not None else namespace or "default"
+            ns = held.memory.namespace if held.memory is not None else namespace or "default"
             super().__init__(namespace=ns, **kwargs)  # type: ignore[call-arg]
-        except BaseException:
-            if owns:
-                (mem if mem is not None else deferred).close()  # type: ignore[union-attr]
+        except BaseException as e:
+            held.close()
+            if isinstance(e, ValidationError):
+                raise field_error(type(self).__name__, e.errors()) from e
             raise
-        self._memory = mem
-        self._deferred = deferred
-        self._owns_memory = owns
+        self._held = held
 
     @classmethod
     def class_name(cls) -> str:
@@ -170,9 +167,9 @@ class MagneticVectorStore(BasePydanticVectorStore):
     @property
     def client(self) -> Any:
         """The chromadb client underneath."""
-        if self._deferred is not None:
-            return self._deferred.client
-        return self._open().client  # type: ignore[union-attr]
+        if self._held.deferred is not None:
+            return self._held.deferred.client
+        return self.memory.client
 
     @property
     def memory(self) -> MagneticMemory:
@@ -192,16 +189,11 @@ class MagneticVectorStore(BasePydanticVectorStore):
 
     def _open(self) -> MagneticMemory | None:
         """The memory, or None while a store built without a dimension is still empty."""
-        if self._memory is None and self._deferred is not None:
-            self._memory = self._deferred.existing()
-        return self._memory
+        return self._held.current()
 
     def close(self) -> None:
         """Close the memory if this store opened it (a memory passed in stays open)."""
-        if self._deferred is not None:
-            self._deferred.close()
-        elif self._owns_memory and self._memory is not None:
-            self._memory.close()
+        self._held.close()
 
     def __enter__(self) -> MagneticVectorStore:
         return self
@@ -226,7 +218,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
             first = nodes[0].embedding if isinstance(nodes[0], BaseNode) else None
             dim = len(first) if first else 0
             rec = nodes_to_records(nodes, dim)  # checks every node before the memory opens
-            mem = self._memory = self._deferred.ensure(dim)  # type: ignore[union-attr]
+            mem = self._held.ensure(dim)
         else:
             rec = nodes_to_records(nodes, mem.dim)
         return mem.add(rec.texts, rec.metadatas, rec.ids, vectors=rec.vectors)
@@ -310,9 +302,7 @@ class MagneticVectorStore(BasePydanticVectorStore):
         mem = self._open()
         if mem is None:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        plan = plan_query(
-            query, kwargs, dim=mem.dim, embed_query=lambda text: embed_query_text(mem, text)
-        )
+        plan = plan_query(query, kwargs, embed_query=lambda text: embed_query_text(mem, text))
         if plan.vector is None:
             cells = mem.get(ids=plan.node_ids, filter=plan.predicate, limit=plan.k)
             return VectorStoreQueryResult(

@@ -16,7 +16,7 @@ from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import Embedder, VectorsOnly
 from magnetic_core.memory import MagneticMemory
 
-__all__ = ["PRECOMPUTED", "DeferredMemory", "VectorsOnly"]
+__all__ = ["PRECOMPUTED", "DeferredMemory", "StoreMemory", "VectorsOnly"]
 
 PRECOMPUTED = "precomputed"
 
@@ -85,3 +85,44 @@ class DeferredMemory:
             self._memory.close()
         if self._owns_client and hasattr(self.client, "close"):
             self.client.close()
+
+
+class StoreMemory:
+    """The memory behind an adapter's vector store, however the store was given it.
+
+    One of: a memory passed in (``owned`` False: the store never closes it), a memory the
+    store opened (``owned``), or a :class:`DeferredMemory` that opens once the first vectors
+    tell the dimension. The LangChain and LlamaIndex vector stores both hold one.
+
+    Args:
+        memory: the open memory, or None while ``deferred`` has none yet.
+        deferred: the deferred opener, or None.
+        owned: whether closing the store closes ``memory``.
+    """
+
+    def __init__(
+        self, memory: MagneticMemory | None, deferred: DeferredMemory | None, owned: bool
+    ) -> None:
+        self.memory, self.deferred, self.owned = memory, deferred, owned
+
+    def current(self) -> MagneticMemory | None:
+        """The memory, or None while a deferred one is still empty (nothing stored yet)."""
+        if self.memory is None and self.deferred is not None:
+            self.memory = self.deferred.existing()
+        return self.memory
+
+    def ensure(self, dim: int) -> MagneticMemory:
+        """The memory, opened for ``dim``-d vectors if it was deferred and empty."""
+        memory = self.current()
+        if memory is None and self.deferred is not None:
+            memory = self.memory = self.deferred.ensure(dim)
+        if memory is None:  # neither given nor deferred: the constructors never build that
+            raise ValueError("StoreMemory holds neither a memory nor a deferred one")
+        return memory
+
+    def close(self) -> None:
+        """Close what the store opened (a memory passed in stays open). Idempotent."""
+        if self.deferred is not None:
+            self.deferred.close()
+        elif self.owned and self.memory is not None:
+            self.memory.close()

@@ -44,24 +44,40 @@ def validate_batch(
         )
     texts = list(texts)
     for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise InvalidInputError(f"text {i} is {type(text).__name__}, not str")
-        if not allow_empty and not text.strip():
-            raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
-        check_utf8(text, f"text {i}")
-        if max_chars is not None and len(text) > max_chars:
-            raise InvalidInputError(
-                f"text {i} has {len(text):,} characters, more than the limit of {max_chars:,} "
-                "(MemoryConfig.max_text_chars)",
-                hint="split it into chunks first (e.g. a text splitter), or raise "
-                "MemoryConfig.max_text_chars",
-            )
+        _check_text(i, text, max_chars=max_chars, allow_empty=allow_empty)
     if metadatas is not None and len(metadatas) != len(texts):
-        raise InvalidInputError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+        raise InvalidInputError(
+            f"got {len(metadatas)} metadatas for {len(texts)} texts",
+            hint="pass one metadata dict (or None) per text",
+        )
     metas = [validate_metadata(m, i) for i, m in enumerate(metadatas or [None] * len(texts))]
     ids = [str(uuid.uuid4()) for _ in texts] if ids is None else list(ids)
     if len(ids) != len(texts):
-        raise InvalidInputError(f"got {len(ids)} ids for {len(texts)} texts")
+        raise InvalidInputError(
+            f"got {len(ids)} ids for {len(texts)} texts", hint="pass one id per text"
+        )
+    return texts, metas, _checked_ids(ids)
+
+
+def _check_text(i: int, text: Any, *, max_chars: int | None, allow_empty: bool) -> None:
+    if not isinstance(text, str):
+        raise InvalidInputError(
+            f"text {i} is {type(text).__name__}, not str", hint="store texts as strings"
+        )
+    if not allow_empty and not text.strip():
+        raise EmptyTextError(f"text {i} is empty", hint="store only non-empty texts")
+    check_utf8(text, f"text {i}")
+    if max_chars is not None and len(text) > max_chars:
+        raise InvalidInputError(
+            f"text {i} has {len(text):,} characters, more than the limit of {max_chars:,} "
+            "(MemoryConfig.max_text_chars)",
+            hint="split it into chunks first (e.g. a text splitter), or raise "
+            "MemoryConfig.max_text_chars",
+        )
+
+
+def _checked_ids(ids: list[Any]) -> list[str]:
+    """``ids`` if each is a non-empty string and none comes twice."""
     for i, cid in enumerate(ids):
         if not isinstance(cid, str) or not cid:
             raise InvalidInputError(f"id {i} must be a non-empty string, got {cid!r}")
@@ -71,7 +87,7 @@ def validate_batch(
         if cid in seen:
             raise DuplicateIdError(f"id {cid!r} appears twice", hint="give each text its own id")
         seen.add(cid)
-    return texts, metas, ids
+    return ids
 
 
 def validate_batch_vectors(vectors: Any, n: int, dim: int) -> np.ndarray:

@@ -26,6 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 
 from magnetic_core import MagneticMemory
+from magnetic_core.validators import check_int
 from magnetic_langchain.agent.errors import ToolsUnsupportedError
 from magnetic_langchain.agent.personas import Persona
 from magnetic_langchain.tools import create_memory_tools
@@ -122,11 +123,17 @@ def create_memory_agent(
     """
     if isinstance(store, MagneticMemory):
         store = MagneticVectorStore(memory=store)
-    if not isinstance(max_tool_rounds, int) or max_tool_rounds < 1:
-        raise ValueError(f"max_tool_rounds must be a positive integer, got {max_tool_rounds!r}")
+    check_int(max_tool_rounds, "max_tool_rounds", low=1)
     tool_list = list(tools) if tools is not None else create_memory_tools(store)
+    graph = _graph(llm, tool_list, system_prompt(persona), max_tool_rounds)
+    return graph.compile(checkpointer=checkpointer, name="magnetic_memory_agent")
+
+
+def _graph(
+    llm: BaseChatModel, tool_list: list[BaseTool], prompt: str, max_tool_rounds: int
+) -> StateGraph:
+    """The agent's loop: the model answers or calls tools, at most ``max_tool_rounds`` times."""
     with_tools = _bind(llm, tool_list)
-    prompt = system_prompt(persona)
 
     def agent(state: MessagesState, config: RunnableConfig) -> dict[str, list[BaseMessage]]:
         messages = [SystemMessage(prompt), *state["messages"]]
@@ -145,4 +152,4 @@ def create_memory_agent(
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", route, ["tools", END])
     graph.add_edge("tools", "agent")
-    return graph.compile(checkpointer=checkpointer, name="magnetic_memory_agent")
+    return graph

@@ -11,6 +11,7 @@ import sys
 from typing import Any, TextIO
 
 from magnetic_core import MagneticMemory
+from magnetic_langchain.cli.options import add_command
 
 __all__ = ["open_store", "register"]
 
@@ -162,8 +163,22 @@ def cmd_story(args: argparse.Namespace, out: TextIO) -> int:
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``chat``, ``persona`` and ``story`` to the ``magnetic`` command line."""
-    chat = subparsers.add_parser(
-        "chat", parents=parents, help="chat with an agent that searches and stores memories itself"
+    _register_chat(subparsers, parents)
+    _register_persona(subparsers, parents)
+    _register_story(subparsers, parents)
+
+
+def _register_chat(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    chat = add_command(
+        subparsers,
+        parents,
+        "chat",
+        cmd_chat,
+        help="chat with an agent that searches and stores memories itself",
+        check_args=_check_chat,
+        world_default="default",
+        continuous=False,
+        turns=None,
     )
     _model_options(chat)
     chat.add_argument("--persona", default=None, help="persona for this chat (default: active)")
@@ -174,16 +189,15 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     chat.add_argument(
         "--max-tool-rounds", type=int, default=4, help="tool rounds per message (default: 4)"
     )
-    chat.set_defaults(
-        func=cmd_chat,
-        check_args=_check_chat,
-        world_default="default",
-        continuous=False,
-        turns=None,
-    )
 
-    persona = subparsers.add_parser(
-        "persona", parents=parents, help="list, show, set, use or delete personas"
+
+def _register_persona(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    persona = add_command(
+        subparsers,
+        parents,
+        "persona",
+        cmd_persona,
+        help="list, show, set, use or delete personas",
     )
     actions = persona.add_subparsers(dest="persona_action", required=True)
     actions.add_parser("list", parents=parents, help="every persona; * marks the active one")
@@ -196,10 +210,16 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     setter = actions.add_parser("set", parents=parents, help="create or replace a persona")
     setter.add_argument("name")
     setter.add_argument("text", help="the persona's system prompt")
-    persona.set_defaults(func=cmd_persona)
 
-    story = subparsers.add_parser(
-        "story", parents=parents, help="an interactive story whose world stays consistent"
+
+def _register_story(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    story = add_command(
+        subparsers,
+        parents,
+        "story",
+        cmd_story,
+        help="an interactive story whose world stays consistent",
+        check_args=_check_story,
     )
     _model_options(story)
     story.add_argument("--world", default="default", help="the story's name (resumable)")
@@ -207,4 +227,3 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--continuous", action="store_true", help="write unattended until --turns or Ctrl-C"
     )
     story.add_argument("--turns", type=int, default=None, help="passages in continuous mode")
-    story.set_defaults(func=cmd_story, check_args=_check_story)

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
-from magnetic_langchain.cli.options import UsageError, open_memory
+from magnetic_langchain.cli.options import UsageError, add_command, open_memory
 from magnetic_langchain.cli.render import plural, print_groups_table, print_hits
 
 __all__ = ["DEMO_QUERIES", "register", "sample_memories"]
@@ -39,9 +39,11 @@ def sample_memories() -> list[dict[str, Any]]:
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``demo``."""
-    demo = subparsers.add_parser(
+    demo = add_command(
+        subparsers,
+        parents,
         "demo",
-        parents=parents,
+        cmd_demo,
         help="store the sample corpus in a demo store; print groups and answers",
         description="Ingest the shipped sample corpus into a store of its own (a temporary "
         "one unless --path names a new directory), then print its groups and a few "
@@ -50,7 +52,6 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     demo.add_argument(
         "--keep", action="store_true", help="keep the temporary demo store and print its path"
     )
-    demo.set_defaults(func=cmd_demo)
 
 
 def _demo_dir(path: Path) -> None:

@@ -9,26 +9,34 @@ from typing import Any, TextIO
 from magnetic_core import MagneticMemory
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.types import GroupInfo
-from magnetic_langchain.cli.options import NotFoundError, describe_store, open_memory
+from magnetic_langchain.cli.options import (
+    NotFoundError,
+    add_command,
+    describe_store,
+    open_memory,
+    positive_int,
+)
 from magnetic_langchain.cli.render import (
     one_line,
     plural,
     print_groups_table,
     write_json,
 )
-from magnetic_langchain.cli.search import positive_int
 
 __all__ = ["register"]
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``groups`` and ``stats``."""
-    groups = subparsers.add_parser(
+    groups = add_command(
+        subparsers,
+        parents,
         "groups",
-        parents=parents,
+        cmd_groups,
         help="list the concept groups",
         description="The concept groups, largest first, with sizes, labels and cohesion "
         "(mean similarity of the cells to their centroid), a page at a time.",
+        json_help="print JSON",
     )
     groups.add_argument(
         "--limit", type=positive_int, default=20, metavar="N", help="groups per page"
@@ -39,18 +47,16 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--tree", action="store_true", help="show each group's closest cells under it"
     )
     groups.add_argument("--show", metavar="ID", help="list the cells of one group")
-    groups.add_argument("--json", action="store_true", help="print JSON")
-    groups.set_defaults(func=cmd_groups)
-
-    stats = subparsers.add_parser(
+    add_command(
+        subparsers,
+        parents,
         "stats",
-        parents=parents,
+        cmd_stats,
         help="health of the hierarchy",
         description="Counts and health of the hierarchy: groups, singletons, cohesion, "
         "threshold, embedder.",
+        json_help="print JSON",
     )
-    stats.add_argument("--json", action="store_true", help="print JSON")
-    stats.set_defaults(func=cmd_stats)
 
 
 def _group_record(g: GroupInfo) -> dict[str, Any]:

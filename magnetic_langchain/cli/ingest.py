@@ -7,9 +7,8 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from magnetic_core.errors import MagneticError
-from magnetic_langchain.cli.options import open_memory
+from magnetic_langchain.cli.options import add_command, open_memory, positive_int
 from magnetic_langchain.cli.render import plural
-from magnetic_langchain.cli.search import positive_int
 
 if TYPE_CHECKING:
     from magnetic_langchain.ingest import IngestReport
@@ -35,9 +34,11 @@ def _size(text: str) -> int:
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``ingest``."""
-    ingest = subparsers.add_parser(
+    ingest = add_command(
+        subparsers,
+        parents,
         "ingest",
-        parents=parents,
+        cmd_ingest,
         help="ingest files, folders and git repositories",
         description="Chunk files by type (code at definitions, Markdown at headings, text "
         "at paragraphs) and store each chunk with its path, line range, language and, for "
@@ -60,7 +61,6 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--chunk-size", type=positive_int, default=1500, metavar="CHARS", help="largest chunk"
     )
     ingest.add_argument("--no-progress", action="store_true", help="draw no progress bar")
-    ingest.set_defaults(func=cmd_ingest)
 
 
 def summary(report: IngestReport) -> str:

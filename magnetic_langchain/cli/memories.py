@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from magnetic_core import MagneticMemory
-from magnetic_langchain.cli.options import NotFoundError, UsageError, open_memory, parse_json
+from magnetic_langchain.cli.options import (
+    NotFoundError,
+    UsageError,
+    add_command,
+    add_where_option,
+    open_memory,
+    parse_json,
+)
 from magnetic_langchain.cli.render import cell_record, plural, print_cell, write_json
 
 __all__ = ["register"]
@@ -23,9 +30,11 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 
 def _register_add(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    add = subparsers.add_parser(
+    add = add_command(
+        subparsers,
+        parents,
         "add",
-        parents=parents,
+        cmd_add,
         help="store texts as memories",
         description="Store each text as one memory (creating the store if needed); "
         "prints the new ids.",
@@ -39,20 +48,25 @@ def _register_add(subparsers: Any, parents: list[argparse.ArgumentParser]) -> No
         metavar="JSON",
         help='JSON object attached to each text, e.g. \'{"topic": "x"}\'',
     )
-    add.set_defaults(func=cmd_add)
 
 
 def _register_reading(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    get = subparsers.add_parser(
-        "get", parents=parents, help="show memories by id", description="Show memories in full."
+    get = add_command(
+        subparsers,
+        parents,
+        "get",
+        cmd_get,
+        help="show memories by id",
+        description="Show memories in full.",
+        json_help="print JSON records",
     )
     get.add_argument("ids", nargs="+", metavar="ID")
-    get.add_argument("--json", action="store_true", help="print JSON records")
-    get.set_defaults(func=cmd_get)
 
-    export = subparsers.add_parser(
+    export = add_command(
+        subparsers,
+        parents,
         "export",
-        parents=parents,
+        cmd_export,
         help="write every memory with its metadata and group",
         description="Write every memory (oldest first) with its metadata, group and links.",
     )
@@ -63,27 +77,23 @@ def _register_reading(subparsers: Any, parents: list[argparse.ArgumentParser]) -
         help="one JSON object per line, or one JSON array",
     )
     export.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
-    export.add_argument(
-        "--filter", metavar="JSON", help="only memories whose metadata match this where-filter"
-    )
-    export.set_defaults(func=cmd_export)
+    add_where_option(export, "only memories whose metadata match this where-filter")
 
 
 def _register_forget(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
-    forget = subparsers.add_parser(
+    forget = add_command(
+        subparsers,
+        parents,
         "forget",
+        cmd_forget,
         aliases=["delete"],
-        parents=parents,
         help="delete memories by id or by filter",
         description="Delete memories by id, or every memory matching --filter (asks first "
         "unless --yes).",
     )
     forget.add_argument("ids", nargs="*", metavar="ID")
-    forget.add_argument(
-        "--filter", metavar="JSON", help='where-filter on metadata, e.g. \'{"source": "chat"}\''
-    )
+    add_where_option(forget, 'where-filter on metadata, e.g. \'{"source": "chat"}\'')
     forget.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    forget.set_defaults(func=cmd_forget)
 
 
 def _texts(args: argparse.Namespace) -> list[str]:

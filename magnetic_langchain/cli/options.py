@@ -12,8 +12,9 @@ import argparse
 import json
 import logging
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from magnetic_core import MagneticMemory, MemoryConfig
 from magnetic_core._store.persistence import open_client, read_settings
@@ -25,10 +26,13 @@ __all__ = [
     "DEFAULT_PATH",
     "NotFoundError",
     "UsageError",
+    "add_command",
     "add_global_options",
+    "add_where_option",
     "describe_store",
     "open_memory",
     "parse_json",
+    "positive_int",
     "store_exists",
 ]
 
@@ -45,6 +49,48 @@ class UsageError(InvalidInputError):
 
 class NotFoundError(MagneticError):
     """A store, namespace, memory or group the user named does not exist (exit code 1)."""
+
+
+def add_command(
+    subparsers: Any,
+    parents: list[argparse.ArgumentParser],
+    name: str,
+    func: Callable[[argparse.Namespace, TextIO], int],
+    *,
+    help: str,
+    description: str | None = None,
+    aliases: Sequence[str] = (),
+    json_help: str | None = None,
+    **defaults: Any,
+) -> argparse.ArgumentParser:
+    """Add one command: its parser (taking the store options too) and its handler ``func``.
+
+    ``json_help`` adds a ``--json`` flag with that help; ``defaults`` are set on the parsed
+    arguments (``check_args=`` is called before the handler, for checks across options).
+    """
+    parser = subparsers.add_parser(
+        name, aliases=list(aliases), parents=parents, help=help, description=description
+    )
+    if json_help is not None:
+        parser.add_argument("--json", action="store_true", help=json_help)
+    parser.set_defaults(func=func, **defaults)
+    return parser  # type: ignore[no-any-return]
+
+
+def add_where_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--filter JSON``, a where-filter on metadata (read with :func:`parse_json`)."""
+    parser.add_argument("--filter", metavar="JSON", help=help)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:

@@ -5,38 +5,35 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from magnetic_langchain.cli.options import open_memory, parse_json
+from magnetic_langchain.cli.options import (
+    add_command,
+    add_where_option,
+    open_memory,
+    parse_json,
+    positive_int,
+)
 from magnetic_langchain.cli.render import SCORE_NOTE, hit_record, print_hits, write_json
 
-__all__ = ["positive_int", "register"]
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+__all__ = ["register"]
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``search``."""
-    search = subparsers.add_parser(
+    search = add_command(
+        subparsers,
+        parents,
         "search",
-        parents=parents,
+        cmd_search,
         help="search memories",
         description="The memories most similar to a query, found through the concept "
         "groups, with their group labels. " + SCORE_NOTE + ".",
+        json_help="print JSON (with routes when --explain)",
     )
     search.add_argument("query", help="what to look for")
     search.add_argument("-k", type=positive_int, default=5, metavar="N", help="number of results")
-    search.add_argument(
-        "--filter",
-        metavar="JSON",
-        help='Chroma-style where-filter on metadata, e.g. \'{"topic": "ai"}\' or '
+    add_where_option(
+        search,
+        'Chroma-style where-filter on metadata, e.g. \'{"topic": "ai"}\' or '
         '\'{"year": {"$gte": 2020}}\'',
     )
     search.add_argument(
@@ -44,10 +41,6 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="show how each hit was found (stages, centroid similarity, entity and word boosts)",
     )
-    search.add_argument(
-        "--json", action="store_true", help="print JSON (with routes when --explain)"
-    )
-    search.set_defaults(func=cmd_search)
 
 
 def cmd_search(args: argparse.Namespace, out: TextIO) -> int:

@@ -15,16 +15,19 @@ from typing import Any, TextIO
 from magnetic_core import InvalidInputError, MagneticMemory
 from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_core.types import SleepReport
-from magnetic_langchain.cli.options import UsageError, open_memory
+from magnetic_langchain.cli.options import UsageError, add_command, open_memory
 
 __all__ = ["register"]
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``sleep``."""
-    sleep = subparsers.add_parser(
+    sleep = add_command(
+        subparsers,
+        parents,
         "sleep",
-        parents=parents,
+        cmd_sleep,
+        check_args=_check_args,
         help="consolidate the hierarchy; --check looks for contradictions",
         description="One consolidation pass (merge converged groups, absorb fragments, split "
         "incoherent groups, reassign cells, relabel); with --check an Ollama chat model then "
@@ -32,7 +35,6 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "the newer supersedes the older).",
     )
     add_sleep_arguments(sleep)
-    sleep.set_defaults(func=cmd_sleep, check_args=_check_args)
 
 
 def _check_args(args: argparse.Namespace) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from magnetic_core import MagneticMemory
-from magnetic_core.errors import InvalidInputError
+from magnetic_core.validators import check_int
 from magnetic_langchain.ingest.chunking import chunk_file, detect_language
 from magnetic_langchain.ingest.files import MISSING, read_file
 from magnetic_langchain.ingest.sources import Source, describe, open_source
@@ -208,25 +208,16 @@ def ingest(
         >>> first.files_read, first.chunks_added, again.files_unchanged, again.changed
         (1, 1, 1, False)
     """
-    for name, value, low in (
-        ("chunk_size", chunk_size, 50),
-        ("max_file_size", max_file_size, 1),
-        ("batch_size", batch_size, 1),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+    # Long for its docstring (arguments and a runnable example); the body is short.
+    check_int(chunk_size, "chunk_size", low=50)
+    check_int(max_file_size, "max_file_size", low=1)
+    check_int(batch_size, "batch_size", low=1)
     started = time.perf_counter()
     report = IngestReport(source)
     with open_source(source) as src:
         report.kind = src.kind
-        run = _Run(
-            memory,
-            src,
-            report,
-            chunk_size=chunk_size,
-            max_file_size=max_file_size,
-            batch_size=batch_size,
-        )
+        sizes = {"chunk_size": chunk_size, "max_file_size": max_file_size}
+        run = _Run(memory, src, report, batch_size=batch_size, **sizes)
         _each_file(run, src, progress)
         run.flush()
         if prune:

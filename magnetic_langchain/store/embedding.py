@@ -9,6 +9,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import ensure_embeddings
 
 from magnetic_core.errors import InvalidInputError, MissingDependencyError
+from magnetic_core.validators import check_int
 
 __all__ = ["resolve_index"]
 
@@ -27,12 +28,7 @@ def resolve_index(index: Mapping[str, Any]) -> tuple[dict[str, Any], Embeddings,
     if not isinstance(index, Mapping):
         raise InvalidInputError(f"index must be a dict, got {type(index).__name__}")
     config = dict(index)
-    dims = config.get("dims")
-    if not isinstance(dims, int) or isinstance(dims, bool) or dims < 1:
-        raise InvalidInputError(
-            f"index['dims'] must be a positive integer, got {dims!r}",
-            hint="give the embedding model's output size, e.g. 384 for all-MiniLM-L6-v2",
-        )
+    dims = int(check_int(config.get("dims"), "index['dims']", low=1))
     embed = config.get("embed")
     if embed is None:
         raise InvalidInputError(

@@ -8,12 +8,9 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -206,49 +203,6 @@ def repo(tmp_path: Path) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "first")
     return root
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def chroma_server(tmp_path: Path) -> Iterator[str]:
-    """A real `chroma run` on 127.0.0.1; yields its HOST:PORT."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from chromadb.cli.cli import app; app()",
-            "run",
-            "--path",
-            str(tmp_path / "server"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import chromadb
-
-    deadline = time.time() + 60
-    while True:
-        try:
-            chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
-            break
-        except Exception:
-            if time.time() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("the chroma server did not start")
-            time.sleep(0.3)
-    yield f"127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=30)
 
 
 def no_git_path(tmp_path: Path) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from magnetic_langchain.cli import main, sample_memories
 from tests.cli.conftest import InProcess, Magnetic
+from tests.conftest import ChromaServer
 
 STORE = ("--path", "mem", "--embedder", "hashing")
 TOPICS = [
@@ -208,8 +209,11 @@ def test_help_is_plain_and_every_option_explained(magnetic: Magnetic, cli: InPro
     assert "centroid similarity for merging" in sleep
 
 
-def test_a_real_chroma_server_behind_server(chroma_server: str, magnetic: Magnetic, cli: InProcess):
-    remote = ("--server", chroma_server, "--embedder", "hashing", "--namespace", "shared")
+def test_a_real_chroma_server_behind_server(
+    own_chroma_server: ChromaServer, magnetic: Magnetic, cli: InProcess
+):
+    address = f"127.0.0.1:{own_chroma_server.port}"
+    remote = ("--server", address, "--embedder", "hashing", "--namespace", "shared")
     magnetic.ok(*remote, "add", "the server keeps this memory")
     hits = cli.ok(*remote, "search", "server memory", "--json").json()
     assert hits[0]["text"] == "the server keeps this memory"

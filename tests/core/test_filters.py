@@ -204,3 +204,13 @@ def test_stored_cells_are_selected_as_the_reference_selects_them(stored, where):
     mem, rows = stored
     expected = {cid for cid, meta in rows.items() if _reference(where, meta)}
     assert {c.id for c in mem.get(filter=where)} == expected
+
+
+def test_a_tuple_field_is_a_path_into_nested_dicts():
+    p = compile_filter({("meta", "lang"): "en", ("meta", "n"): {"$gte": 2}})
+    assert p({"meta": {"lang": "en", "n": 3}})
+    assert not p({"meta": {"lang": "en", "n": 1}})
+    assert not p({"meta": "en"}) and not p({})  # a path through a non-dict is missing
+    assert compile_filter({("meta", "lang"): {"$ne": "en"}})({"meta": 5})
+    with pytest.raises(FilterError, match="tuple of non-empty strings"):
+        compile_filter({("meta", ""): 1})

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 
-import chromadb
 import pytest
 
 from magnetic_core import HashingEmbedder, MagneticMemory
@@ -68,50 +65,9 @@ def test_reopen_in_a_fresh_process_restores_everything(tmp_path):
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def chroma_server(tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from chromadb.cli.cli import app; app()",
-            "run",
-            "--path",
-            str(tmp_path / "server"),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.time() + 60
-    while True:
-        try:
-            client = chromadb.HttpClient(host="127.0.0.1", port=port)
-            client.heartbeat()
-            break
-        except Exception:
-            if time.time() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("the chroma server did not start")
-            time.sleep(0.3)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
-def test_runs_against_a_real_chroma_server(chroma_server):
+def test_runs_against_a_real_chroma_server(own_chroma_server):
     emb = HashingEmbedder(32)
-    client = chromadb.HttpClient(host="127.0.0.1", port=chroma_server)
+    client = own_chroma_server.client()
     mem = MagneticMemory(namespace="remote", embedder=emb, client=client)
     mem.add(
         ["the server holds this memory", "and this one"],
@@ -124,7 +80,7 @@ def test_runs_against_a_real_chroma_server(chroma_server):
     other = MagneticMemory(
         namespace="remote",
         embedder=emb,
-        client=chromadb.HttpClient(host="127.0.0.1", port=chroma_server),
+        client=own_chroma_server.client(),
     )
     assert other.count() == 2
     assert other.get(["a"])[0].metadata == {"where": "server"}

@@ -42,6 +42,32 @@ MISTAKES: dict[str, tuple[Callable[[MagneticVectorStore], Any], type[Exception],
         ValueError,
         "expand",
     ),
+    "retriever k below zero": (
+        lambda s: MagneticRetriever(store=s, k=-1),
+        ValueError,
+        "k must be an integer >= 0, got -1",
+    ),
+    "retriever k as text": (lambda s: MagneticRetriever(store=s, k="3"), ValueError, "k must"),
+    "retriever expand as float": (
+        lambda s: MagneticRetriever(store=s, expand=2.0),
+        ValueError,
+        "expand must be an integer",
+    ),
+    "retriever over no store": (
+        lambda s: MagneticRetriever(store=s.memory),
+        TypeError,
+        "store=.*MagneticVectorStore",
+    ),
+    "unknown search_type": (
+        lambda s: s.as_retriever(search_type="nearest"),
+        ValueError,
+        "search_type must be one of similarity, similarity_score_threshold, mmr",
+    ),
+    "score threshold missing": (
+        lambda s: s.as_retriever(search_type="similarity_score_threshold"),
+        ValueError,
+        "score_threshold",
+    ),
     "tools on a memory": (lambda s: create_memory_tools(s.memory), TypeError, "VectorStore"),
     "embeddings of a core embedder": (
         lambda s: LangChainEmbedder(HashingEmbedder()),  # type: ignore[arg-type]
@@ -70,5 +96,6 @@ def test_a_user_mistake_is_a_magnetic_error_and_the_stdlib_type(mistake, tmp_pat
         action(store)
     assert isinstance(caught.value, stdlib)
     assert isinstance(caught.value, WrongTypeError if stdlib is TypeError else InvalidInputError)
+    assert caught.value.hint  # says how to fix it
     assert [d.id for d in store.get_by_ids(["kept"])] == ["kept"]  # nothing lost
     store.close()

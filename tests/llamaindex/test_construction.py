@@ -88,7 +88,7 @@ def test_bad_construction_is_refused_naming_the_problem(client, tmp_path):
         MagneticVectorStore(client=client, dim=64, embed_model=MockEmbedding(embed_dim=64))
     with pytest.raises(InvalidInputError, match="both path and client"):
         MagneticVectorStore(path=str(tmp_path), client=client, dim=DIM)
-    with pytest.raises(InvalidInputError, match="dim must be a positive integer"):
+    with pytest.raises(InvalidInputError, match="dim must be an integer >= 1"):
         MagneticVectorStore(client=client, dim=0)
     with pytest.raises(InvalidInputError, match="memory must be a MagneticMemory"):
         MagneticVectorStore("./somewhere")  # type: ignore[arg-type]

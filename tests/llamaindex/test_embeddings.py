@@ -45,7 +45,7 @@ def test_precomputed_embedder_names_its_model_and_refuses_to_embed():
 
 @pytest.mark.parametrize("dim", [0, -3, 2.5, True, "384"])
 def test_precomputed_embedder_needs_a_positive_integer_dim(dim):
-    with pytest.raises(InvalidInputError, match="dim must be a positive integer"):
+    with pytest.raises(InvalidInputError, match="dim must be an integer >= 1"):
         PrecomputedEmbedder(dim)
 
 
@@ -83,3 +83,9 @@ def test_llamaindex_embedder_reports_a_model_that_cannot_embed():
     assert LlamaIndexEmbedder(OfflineModel(model_name="offline"), dim=8).dim == 8
     with pytest.raises(InvalidInputError, match="BaseEmbedding, got HashingEmbedder"):
         LlamaIndexEmbedder(HashingEmbedder(dim=8))  # type: ignore[arg-type]
+
+
+def test_a_bad_batch_size_is_a_magnetic_error_naming_it():
+    with pytest.raises(InvalidInputError, match="embed_batch_size=0") as caught:
+        MagneticEmbedding(HashingEmbedder(dim=8), embed_batch_size=0)
+    assert caught.value.hint == "pass embed_batch_size=<a value > 0>"

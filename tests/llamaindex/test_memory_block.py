@@ -11,8 +11,10 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.llms import ChatMessage
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
+from pydantic import ValidationError
 
 from magnetic_core import HashingEmbedder, MagneticMemory
+from magnetic_core.errors import InvalidInputError, MagneticError, WrongTypeError
 from magnetic_llamaindex import MagneticMemoryBlock
 
 
@@ -94,9 +96,23 @@ async def test_session_scoping(memory: MagneticMemory) -> None:
     assert "Tofu" in scoped and "Miso" not in scoped
 
 
-def test_refuses_something_else_than_a_memory() -> None:
-    with pytest.raises(ValueError, match="MagneticMemory"):
-        MagneticMemoryBlock(memory="./path")  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("fields", "error", "fragment"),
+    [
+        ({"memory": "./path"}, WrongTypeError, "memory must be a magnetic_core.MagneticMemory"),
+        ({"similarity_top_k": 0}, InvalidInputError, "similarity_top_k must be an integer >= 1"),
+        ({"token_limit": "800"}, InvalidInputError, "token_limit must be an integer >= 1"),
+        ({"retrieval_context_window": 2.0}, InvalidInputError, "retrieval_context_window"),
+        ({"priority": "high"}, WrongTypeError, "priority='high'"),
+    ],
+)
+def test_a_bad_field_is_a_magnetic_error_naming_it_and_the_fix(
+    memory: MagneticMemory, fields: dict[str, Any], error: type[Exception], fragment: str
+) -> None:
+    with pytest.raises(error, match=fragment) as caught:
+        MagneticMemoryBlock(**{"memory": memory, **fields})
+    assert isinstance(caught.value, MagneticError) and caught.value.hint
+    assert not isinstance(caught.value, ValidationError)
 
 
 class Script:

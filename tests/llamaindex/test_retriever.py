@@ -139,8 +139,8 @@ def test_without_an_embed_model_a_store_of_supplied_vectors_says_what_is_missing
         ({"similarity_top_k": 0}, "similarity_top_k must be an integer >= 1"),
         ({"expand": -1}, "expand must be an integer >= 0"),
         ({"n_probe": 0}, "n_probe must be an integer >= 1"),
-        ({"entity_boost": -0.1}, "entity_boost must be a number >= 0"),
-        ({"lexical_weight": float("nan")}, "lexical_weight must be a number >= 0"),
+        ({"entity_boost": -0.1}, r"entity_boost must be a number in \[0.0, 1000000.0\]"),
+        ({"lexical_weight": float("nan")}, r"lexical_weight must be a number in \[0.0, 10"),
         (
             {
                 "filters": MetadataFilters(

@@ -19,7 +19,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
 )
 
-from magnetic_core.errors import DimensionError, FilterError, InvalidInputError
+from magnetic_core.errors import DimensionError, FilterError, InvalidInputError, InvalidVectorError
 from tests.llamaindex.conftest import DIM, node, unit, vec
 
 
@@ -260,10 +260,10 @@ async def test_mmr_respects_filters_and_node_ids(store, call):
     "query_kwargs, store_kwargs, fragment",
     [
         ({"mmr_threshold": 0.2}, {"mmr_threshold": 0.7}, "mmr_threshold was given two ways"),
-        ({"mmr_threshold": 1.5}, {}, "between 0 and 1"),
+        ({"mmr_threshold": 1.5}, {}, "between 0.0 and 1.0"),
         ({}, {"mmr_prefetch_k": 5, "mmr_prefetch_factor": 2}, "not both"),
         ({}, {"mmr_prefetch_k": 0}, "mmr_prefetch_k must be an integer >= 1"),
-        ({}, {"mmr_prefetch_factor": 0.5}, "mmr_prefetch_factor must be a number >= 1"),
+        ({}, {"mmr_prefetch_factor": 0.5}, r"mmr_prefetch_factor must be a number in \[1.0, inf\]"),
     ],
 )
 async def test_bad_mmr_settings_are_refused(store, call, query_kwargs, store_kwargs, fragment):
@@ -276,8 +276,10 @@ async def test_bad_mmr_settings_are_refused(store, call, query_kwargs, store_kwa
     "make_query, kwargs, error, fragment",
     [
         (lambda: q(vec(1)), {"top_k": 3}, InvalidInputError, "unexpected keyword.*top_k"),
-        (lambda: q([1.0, 0.0]), {}, InvalidInputError, "shape \\(2,\\).*8-d"),
-        (lambda: q([0.0] * DIM), {}, InvalidInputError, "all zeros"),
+        (lambda: q([1.0, 0.0]), {}, DimensionError, "query vector has dimension 2.*8-d"),
+        (lambda: q([0.0] * DIM), {}, InvalidVectorError, "query vector 0 is all zeros"),
+        (lambda: q([float("nan")] * DIM), {}, InvalidVectorError, "NaN"),
+        (lambda: q([vec(1), vec(0, 1)]), {}, DimensionError, "one query vector, got 2"),
         (lambda: q(vec(1), k=-1), {}, InvalidInputError, "similarity_top_k must be an integer"),
         (lambda: q(vec(1)), {"n_probe": 0}, InvalidInputError, "n_probe must be an integer >= 1"),
         (lambda: VectorStoreQuery(mode="mmr"), {}, InvalidInputError, "MMR query needs"),

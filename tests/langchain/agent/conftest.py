@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,20 @@ def cli_env() -> dict[str, str]:
 def cli_command(*args: str) -> list[str]:
     """``magnetic ARGS`` as a subprocess argument list."""
     return [sys.executable, "-m", "magnetic_langchain.cli", *args]
+
+
+def spawn(tmp_path: Path, host: str, *args: str, stdin: int = subprocess.PIPE) -> Any:
+    """``magnetic ARGS`` started in the background on a hashing store in ``tmp_path``,
+    with text pipes (for tests that read its output as it comes)."""
+    store = ["--path", str(tmp_path / "store"), "--embedder", "hashing", "--ollama-host", host]
+    return subprocess.Popen(
+        cli_command(*args, *store),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+    )
 
 
 @pytest.fixture

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from pathlib import Path
 
 from magnetic_core import HashingEmbedder, MagneticMemory
 from tests.fake_ollama import FakeOllama, call, last_tool_result, say
-from tests.langchain.agent.conftest import Magnetic, cli_command, cli_env
+from tests.langchain.agent.conftest import Magnetic, spawn
 
 
 def _open(tmp_path: Path, namespace: str = "default") -> MagneticMemory:
@@ -168,23 +167,7 @@ def test_the_answer_streams_as_tokens_arrive(tmp_path: Path):
     answer = "Porto is a lovely city by the river"
     with FakeOllama([say(answer)]) as ollama:
         ollama.token_delay = 0.4
-        args = [
-            "chat",
-            "--path",
-            str(tmp_path / "store"),
-            "--embedder",
-            "hashing",
-            "--ollama-host",
-            ollama.host,
-        ]
-        proc = subprocess.Popen(
-            cli_command(*args),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=cli_env(),
-        )
+        proc = spawn(tmp_path, ollama.host, "chat")
         proc.stdin.write("Tell me about Porto.\n")
         proc.stdin.close()
         seen: dict[str, float] = {}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from magnetic_core import HashingEmbedder, MagneticMemory
 from tests.fake_ollama import FakeOllama
-from tests.langchain.agent.conftest import Magnetic, cli_command, cli_env
+from tests.langchain.agent.conftest import Magnetic, spawn
 from tests.langchain.agent.story_model import StoryModel
 
 GREEN, BLUE = "Mira's eyes are green.", "Mira's eyes are blue."
@@ -90,24 +90,7 @@ def test_continuous_stops_after_turns_regenerates_conflicts_and_resumes(
 def test_ctrl_c_in_continuous_mode_stops_cleanly_after_the_passage(tmp_path: Path):
     model = StoryModel([], {})
     with FakeOllama([model] * 200, delay=0.3) as ollama:
-        args = [
-            "story",
-            "--continuous",
-            "--path",
-            str(tmp_path / "store"),
-            "--embedder",
-            "hashing",
-            "--ollama-host",
-            ollama.host,
-        ]
-        proc = subprocess.Popen(
-            cli_command(*args),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=cli_env(),
-        )
+        proc = spawn(tmp_path, ollama.host, "story", "--continuous", stdin=subprocess.DEVNULL)
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
         reader.start()
