@@ -11,40 +11,16 @@ first query that needs them and cached until the term's postings change.
 from __future__ import annotations
 
 import math
-import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
-import snowballstemmer
 
 from magnetic_core._search.topk import top_indices
-from magnetic_core._text.entities import terms
+from magnetic_core._text.tokenize import index_terms, stem, terms
 
-__all__ = ["LexicalIndex", "stem"]
-
-_STEMMER = snowballstemmer.stemmer("english")
-_STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it stems
-# Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock.
-_STEMS: dict[str, str] = {}
-_MAX_STEMS = 1 << 20
-
-
-def stem(word: str) -> str:
-    """The Snowball English stem of a lower-cased word (cached: vocabularies repeat)."""
-    found = _STEMS.get(word)
-    if found is None:
-        with _STEM_LOCK:
-            found = str(_STEMMER.stemWord(word))
-        if len(_STEMS) < _MAX_STEMS:
-            _STEMS[word] = found
-    return found
-
-
-def index_terms(text: str) -> list[str]:
-    """The stemmed content words of ``text``, in order, as BM25 indexes them."""
-    return [stem(w) for w in terms(text)]
+__all__ = ["LexicalIndex", "index_terms", "stem"]
 
 
 class LexicalIndex:
