@@ -21,7 +21,9 @@ is exact flat search.
 
 from __future__ import annotations
 
+import itertools
 import math
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -315,20 +317,48 @@ def _group_sizes(index: HierIndex) -> np.ndarray:
     return cached[1]
 
 
+# Probes of at least this many cells (in stores too small for the scorer) are scored in one
+# compiled pass over the groups' blocks; one product per group costs a BLAS call each
+# (150 groups of a 3,000-cell store: 12 ms under load, against about 1 ms in one pass).
+# Smaller probes stay in numpy, so small stores never import numba.
+KERNEL_CELLS = 1024
+
+
 def _score_groups(
     index: HierIndex, slots: Iterable[int], q: np.ndarray
 ) -> tuple[list[str], np.ndarray]:
-    """Exact cosine of every cell of the given group slots (one product per block)."""
-    ids: list[str] = []
-    parts: list[np.ndarray] = []
+    """Exact cosine of every cell of the given group slots."""
     groups = index.slot_groups
-    for slot in slots:
-        group = groups[slot]
-        ids.extend(group.ids)
-        parts.append(group.view @ q)
-    if not parts:
+    chosen = [groups[s] for s in slots]
+    ids = list(itertools.chain.from_iterable(g.ids for g in chosen))
+    if not chosen:
         return ids, np.empty(0, np.float32)
-    return ids, np.concatenate(parts)
+    if len(ids) >= KERNEL_CELLS and q.dtype == np.float32 and q.flags.c_contiguous:
+        addresses, counts = _block_addresses(index)
+        picked = np.fromiter((g.slot for g in chosen), np.int64, len(chosen))
+        return ids, _kernels().exact_rows(addresses, counts, picked, q)
+    return ids, np.concatenate([g.view @ q for g in chosen])
+
+
+# Per index: (centroid epoch, the groups' blocks, their addresses and row counts by slot).
+# Every write that changes a group moves the epoch on; the blocks are held here, so an
+# address never outlives its array.
+_ADDRESSES: weakref.WeakKeyDictionary[
+    HierIndex, tuple[int, list[np.ndarray], np.ndarray, np.ndarray]
+] = weakref.WeakKeyDictionary()
+
+
+def _block_addresses(index: HierIndex) -> tuple[np.ndarray, np.ndarray]:
+    """Addresses and row counts of every group's block, by slot (cached per epoch)."""
+    cached = _ADDRESSES.get(index)
+    if cached is None or cached[0] != index.centroid_epoch:
+        groups = index.slot_groups
+        blocks = [g.vecs for g in groups]
+        addresses = np.fromiter((b.ctypes.data for b in blocks), np.int64, len(blocks))
+        counts = np.fromiter((g.n for g in groups), np.int64, len(groups))
+        cached = (index.centroid_epoch, blocks, addresses, counts)
+        _ADDRESSES[index] = cached
+    return cached[2], cached[3]
 
 
 def _lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:
