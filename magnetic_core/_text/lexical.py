@@ -11,6 +11,7 @@ a query's cost is the length of its terms' postings, and it keeps no memory.
 
 from __future__ import annotations
 
+import itertools
 import math
 from array import array
 from collections import Counter
@@ -199,8 +200,11 @@ class LexicalIndex:
 
     def lookup(self, cids: Iterable[str], docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """BM25 of the given cells from a :meth:`scores` result (0 where absent)."""
-        get = self._docno.get
-        numbers = np.array([get(c, -1) for c in cids], dtype=np.int64)
+        cids = cids if isinstance(cids, list) else list(cids)
+        # map() over the dict's own get: no Python frame per cell.
+        numbers = np.fromiter(
+            map(self._docno.get, cids, itertools.repeat(-1)), np.int64, count=len(cids)
+        )
         out = np.zeros(numbers.shape[0], np.float32)
         if docs.shape[0] == 0 or numbers.shape[0] == 0:
             return out
