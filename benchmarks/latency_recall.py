@@ -1,7 +1,8 @@
 """Latency and recall against N: MagneticMemory vs numpy flat, Chroma, faiss IVF-Flat, hnswlib.
 
 Usage: ``python -m benchmarks.latency_recall [--sizes 10000,25000,100000]
-[--synthetic 250000,1000000]``
+[--synthetic 250000,1000000] [--append]`` (``--append`` keeps the sizes of the results
+already written that this run does not measure, marked ``earlier_run``)
 
 Real N use cached all-MiniLM-L6-v2 vectors of the Reuters passages (run
 ``python -m benchmarks.embed_cache`` first; while it runs, the chunks written so far are used
@@ -500,7 +501,7 @@ def write(
             rows.append(
                 [
                     res["n"],
-                    res["data"],
+                    res["data"] + (" (earlier run)" if res.get("earlier_run") else ""),
                     r["system"],
                     r["p50_ms"],
                     r["p95_ms"],
