@@ -299,7 +299,10 @@ def matvec(a: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _exact_pool(
-    index: HierIndex, scorer: Scorer | None, slots: Sequence[int] | range, q: np.ndarray
+    index: HierIndex,
+    scorer: Scorer | None,
+    slots: Sequence[int] | range | np.ndarray,
+    q: np.ndarray,
 ) -> _Pool:
     """Exact cosines of every cell of the given slots (one compiled pass when the scorer
     describes the index, else one product per group block)."""

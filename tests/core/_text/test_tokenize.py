@@ -30,4 +30,3 @@ def test_inflections_share_a_stem_so_a_query_finds_another_form():
         "help",
     ]
     assert LexicalIndex.query_terms("painting painted lakes") == (stem("painting"), stem("lakes"))
-
