@@ -1,7 +1,8 @@
 """Latency and recall against N: MagneticMemory vs numpy flat, Chroma, faiss IVF-Flat, hnswlib.
 
 Usage: ``python -m benchmarks.latency_recall [--sizes 10000,25000,100000]
-[--synthetic 250000,1000000]``
+[--synthetic 250000,1000000] [--append]`` (``--append`` keeps the sizes of the results
+already written that this run does not measure, marked ``earlier_run``)
 
 Real N use cached all-MiniLM-L6-v2 vectors of the Reuters passages (run
 ``python -m benchmarks.embed_cache`` first; while it runs, the chunks written so far are used
@@ -500,7 +501,7 @@ def write(
             rows.append(
                 [
                     res["n"],
-                    res["data"],
+                    res["data"] + (" (earlier run)" if res.get("earlier_run") else ""),
                     r["system"],
                     r["p50_ms"],
                     r["p95_ms"],
@@ -629,6 +630,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hnsw-max", type=int, default=250_000, help="largest synthetic N for hnswlib")
     ap.add_argument("--smoke", action="store_true", help="a few hundred items, hashing vectors")
     ap.add_argument("--out", type=Path, default=common.RESULTS)
+    ap.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the sizes of the existing results this run does not measure (one table)",
+    )
     args = ap.parse_args(argv)
     if args.smoke:
         args.sizes, args.synthetic, args.queries, args.batch = "200,300", "600", 20, 100
@@ -673,7 +679,19 @@ def main(argv: list[str] | None = None) -> None:
             )
             results.append({"data": data, **res})
     compile_times = {} if args.smoke else first_query()
+    if args.append:
+        results = merged(args.out / "latency_recall.json", results)
     write(args.out, results, args, embedding, compile_times)
+
+
+def merged(previous: Path, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This run's results with those of an earlier run at sizes not measured now, by N."""
+    if not previous.exists():
+        return results
+    now = {(r["n"], r["data"]) for r in results}
+    old = json.loads(previous.read_text()).get("results", [])
+    kept = [{**r, "earlier_run": True} for r in old if (r["n"], r["data"]) not in now]
+    return sorted(results + kept, key=lambda r: (r["data"] != "reuters-minilm", r["n"]))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ import numpy as np
 
 from benchmarks import common
 from magnetic_core import MemoryConfig
-from magnetic_core._text.entities import terms
+from magnetic_core._text.tokenize import terms
 
 LOCOMO = common.DATA / "locomo-dev" / "locomo_dev.json"
 EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"

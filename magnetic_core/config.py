@@ -26,8 +26,12 @@ class MemoryConfig:
         n_probe: number of groups, best by centroid similarity, whose cells are scored.
         probe_cells: cells scored per query. Groups are added in centroid order until they
             hold this many cells (twice as many in large stores, where the best sub-lists of
-            those groups fill the budget), so the work per query depends neither on group
-            sizes nor on the size of the store (0 probes exactly ``n_probe`` groups).
+            those groups fill the budget), so the work per query does not depend on group
+            sizes. ``None`` (the default) scales it to the store: 40 times the square root
+            of its size, between 4,096 and 12,000 cells (6,325 at 25K cells, 12,000 from
+            90K on), which keeps recall@10 near 0.98 or above on real sentence embeddings
+            while the latency stays flat past 100K cells. 0 probes exactly ``n_probe``
+            groups.
         entity_boost: added to the ranking score of cells that contain an entity of the query.
         lexical_weight: weight of the BM25 lexical score fused with the cosine score: each
             candidate gains ``lexical_weight`` times its BM25 over the query's best BM25, and
@@ -66,7 +70,7 @@ class MemoryConfig:
     calibration_percentile: float = 5.0
     max_group_size: int = 256
     n_probe: int = 32
-    probe_cells: int = 12000
+    probe_cells: int | None = None
     entity_boost: float = 0.1
     lexical_weight: float = 0.3
     context_weight: float = 0.7
@@ -107,7 +111,7 @@ _INTEGERS = (
     ("calibration_size", 2, False),
     ("max_group_size", 2, False),
     ("n_probe", 1, False),
-    ("probe_cells", 0, False),
+    ("probe_cells", 0, True),
     ("chunk_size", 1, False),
     ("sketch_rank", 0, False),
     ("rerank", 1, False),

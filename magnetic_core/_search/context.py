@@ -117,8 +117,9 @@ class Threads:
 
     def numbers(self, ids: list[str]) -> np.ndarray:
         """A number per cell naming its thread (the same for one thread), -1 for none."""
-        get = self._number.get
-        return np.fromiter((get(c, -1) for c in ids), dtype=np.int64, count=len(ids))
+        return np.fromiter(
+            map(self._number.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids)
+        )
 
     def neighbours(self, cid: str) -> tuple[str, ...]:
         """The cells of the turns just before and after ``cid`` in its thread."""

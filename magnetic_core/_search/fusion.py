@@ -131,7 +131,7 @@ def _terms(
 ) -> Fused:
     boosts = None
     if boosted and plan.entity_boost != 0.0:
-        hit = np.fromiter((cid in boosted for cid in ids), dtype=bool, count=len(ids))
+        hit = np.fromiter(map(boosted.__contains__, ids), dtype=bool, count=len(ids))
         boosts = hit.astype(np.float32) * np.float32(plan.entity_boost)
     lex = None
     if lexical is not None:

@@ -31,6 +31,8 @@ __all__ = [
     "exact_top",
     "list_scores",
     "listed_code_top",
+    "probe_groups",
+    "probe_top",
     "project",
     "spherical_kmeans",
     "top_k",
@@ -328,3 +330,78 @@ def block_scores(vecs: np.ndarray, q: np.ndarray) -> np.ndarray:
             acc += np.float64(vecs[i, c]) * np.float64(q[c])
         out[i] = np.float32(acc)
     return out
+
+
+@njit(cache=True, nogil=True)
+def probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int) -> np.ndarray:
+    """Slots to probe, most similar first: the best ``n_probe``, and more while they hold
+    fewer than ``min_cells`` cells (looking at most at twice the budget's worth of groups
+    of the mean size). Every slot, in slot order, when ``n_probe`` covers them all."""
+    n = sims.shape[0]
+    if n_probe >= n:
+        return np.arange(n)
+    want = n_probe
+    if min_cells > 0:
+        mean = max(np.float64(sizes.sum()) / n, 1.0)
+        want = max(n_probe, int(np.ceil(2.0 * min_cells / mean)))
+    cand = top_k(sims, want)
+    if min_cells <= 0:
+        return cand[:n_probe]
+    held = 0
+    need = 0
+    while need < cand.shape[0] and held < min_cells:
+        held += sizes[cand[need]]
+        need += 1
+    return cand[: max(n_probe, need)]
+
+
+@njit(cache=True, nogil=True)
+def probe_top(
+    slots: np.ndarray,
+    slot_block: np.ndarray,
+    block_first: np.ndarray,
+    block_end: np.ndarray,
+    list_mean: np.ndarray,
+    list_inv: np.ndarray,
+    list_start: np.ndarray,
+    list_len: np.ndarray,
+    codes: np.ndarray,
+    scales: np.ndarray,
+    row_block: np.ndarray,
+    row_in_block: np.ndarray,
+    addresses: np.ndarray,
+    q: np.ndarray,
+    basis: np.ndarray,
+    budget: int,
+    keep: int,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The scorer's whole probe in one call: the slots' sub-lists ranked by the cosine of
+    their mean, the best ones holding ``budget`` cells scored by code, the best ``keep`` of
+    those exactly; returns the best ``k`` ``(arena rows, exact scores)``, best first."""
+    m = 0
+    for t in range(slots.shape[0]):
+        h = slot_block[slots[t]]
+        m += block_end[h] - block_first[h]
+    lists = np.empty(m, np.int64)
+    at = 0
+    total = 0
+    for t in range(slots.shape[0]):
+        h = slot_block[slots[t]]
+        for j in range(block_first[h], block_end[h]):
+            lists[at] = j
+            total += list_len[j]
+            at += 1
+    base, cos = list_scores(list_mean, list_inv, lists, q)
+    if total > budget:
+        order = top_k(cos, m)
+        held = 0
+        need = 0
+        while need < m and held < max(budget, 1):
+            held += list_len[lists[order[need]]]
+            need += 1
+        order = order[:need]
+        lists, base = lists[order], base[order]
+    qp = project(q, basis)
+    picked = listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
+    return exact_top(addresses, row_block, row_in_block, picked, q, k)

@@ -62,7 +62,7 @@ REFIT_GROWTH = 4  # refit the basis each time the store has grown this many time
 SAMPLE = 16384  # at most this many residuals fit the basis
 # Every group is probed and every code scored when the cell budget is at least this share
 # of the store: a pass over all codes costs little more than the budget's, and misses none.
-FULL_SCAN_SHARE = 0.25
+FULL_SCAN_SHARE = 0.4
 # Compact the arrays when rows no longer described by a live group exceed the live ones.
 GARBAGE_SHARE = 1.0
 # Cells of changed groups split and coded again per search, at most; the other changed
@@ -312,10 +312,10 @@ class Scorer:
         Sub-lists are ranked by the cosine of their mean; the cells of the best ones (up
         to ``budget`` cells) are scored by code, the best ``keep`` of those exactly, and
         the best ``k`` of those are returned, best first. Stale groups among ``slots`` are
-        scored exactly, every cell, and their cells count against the budget.
+        scored exactly, every cell, and their cells count against the budget; their best
+        compete for the same ``k``.
         """
         assert self._basis is not None
-        kern = _kernels()
         st = self._state
         stale = st.stale[slots]
         extra_ids: list[str] = []
@@ -324,29 +324,38 @@ class Scorer:
             extra_ids, extra = _exact_groups(index, slots[stale], q, k)
             budget -= int(_sizes(index, slots[stale]).sum())
             slots = slots[~stale]
-        blocks = st.slot_block[slots]
-        first = st.blocks.first[blocks]
-        lists = ranges(first, st.blocks.end[blocks] - first)
-        base, cos = kern.list_scores(st.lists.mean, st.lists.inv, lists, q)
-        lens = st.lists.len[lists]
-        if int(lens.sum()) > budget:
-            order = kern.top_k(cos, cos.shape[0])
-            need = int(np.searchsorted(np.cumsum(lens[order]), max(budget, 1))) + 1
-            order = order[:need]
-            lists, base = lists[order], base[order]
-        qp = kern.project(q, self._basis)
-        rows = st.rows
-        picked = kern.listed_code_top(
-            rows.code, rows.scale, st.lists.start, st.lists.len, lists, base, qp, keep
+        lists, rows, blocks = st.lists, st.rows, st.blocks
+        best, scores = _kernels().probe_top(
+            slots,
+            st.slot_block,
+            blocks.first,
+            blocks.end,
+            lists.mean,
+            lists.inv,
+            lists.start,
+            lists.len,
+            rows.code,
+            rows.scale,
+            rows.block,
+            rows.row,
+            blocks.address,
+            q,
+            self._basis,
+            budget,
+            keep,
+            k,
         )
-        best, scores = kern.exact_top(st.blocks.address, rows.block, rows.row, picked, q, k)
         groups = st.block_group
         ids = [
             groups[h].ids[r]
             for h, r in zip(rows.block[best].tolist(), rows.row[best].tolist(), strict=True)
         ]
         if extra_ids:
-            return ids + extra_ids, np.concatenate([scores, extra])
+            # The stale groups' best join the coded ones': the best k of both, best first.
+            merged = np.concatenate([scores, extra])
+            order = _kernels().top_k(merged, k)
+            both = ids + extra_ids
+            return [both[i] for i in order.tolist()], merged[order]
         return ids, scores
 
     def exact(

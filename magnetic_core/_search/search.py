@@ -21,7 +21,9 @@ is exact flat search.
 
 from __future__ import annotations
 
+import itertools
 import math
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -29,11 +31,11 @@ import numpy as np
 
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._search.fusion import fuse
-from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer
+from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
 from magnetic_core._store.catalog import Catalog
 from magnetic_core.filters import Predicate
 
-__all__ = ["Candidate", "SearchPlan", "run_search"]
+__all__ = ["Candidate", "SearchPlan", "probe_budget", "run_search"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class SearchPlan:
     session_weight: float = 0.0
     sketch_rank: int = 0
     rerank: int = 128  # at least 4 k are kept
-    min_cells: int = 0
+    min_cells: int | None = 0  # None: scaled to the store (probe_budget)
     list_size: int = 32
     group_spread: float = 2.0
     # Cells left out whatever they score (superseded cells under ``current_only``).
@@ -87,15 +89,39 @@ class _Pool:
 
     ids: list[str]
     scores: np.ndarray
+    _have: set[str] | None = None
 
     def extend(self, index: HierIndex, cids: Iterable[str], q: np.ndarray) -> None:
         """Add cells not yet in the pool, scored exactly."""
-        have = set(self.ids)
+        have = self._have
+        if have is None:
+            have = self._have = set(self.ids)
         loc = index.loc
-        new = [c for c in cids if c not in have and c in loc]
+        new = [c for c in dict.fromkeys(cids) if c not in have and c in loc]
         if new:
+            have.update(new)
             self.ids = [*self.ids, *new]
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
+
+
+# The default cell budget of a query (``MemoryConfig.probe_cells`` None): ``PROBE_SCALE``
+# times the square root of the store's size, between ``PROBE_FLOOR`` and ``PROBE_CAP``.
+# Measured on Reuters MiniLM passages (benchmarks/latency_recall.py): tie-aware recall@10
+# reaches 0.98 at about 2,000 cells of 10K, 5,000 of 25K, 6,000-8,000 of 40K and 12,000 of
+# 100K; past that, recall at a fixed budget falls slowly (0.975 at 1M synthetic cells), so
+# the budget, and the latency, stay flat.
+PROBE_SCALE = 40.0
+PROBE_FLOOR = 4096
+PROBE_CAP = 12000
+
+
+def probe_budget(n_cells: int) -> int:
+    """Cells a query scores by default in a store of ``n_cells`` cells.
+
+    >>> probe_budget(1_000), probe_budget(25_000), probe_budget(1_000_000)
+    (4096, 6325, 12000)
+    """
+    return min(PROBE_CAP, max(PROBE_FLOOR, math.ceil(PROBE_SCALE * math.sqrt(n_cells))))
 
 
 def run_search(
@@ -122,57 +148,108 @@ def run_search(
             scorer = None
     # Codes pre-score unfiltered searches only (a filter may reject most of the best).
     usable = usable and plan.predicate is None
-    group_cells = plan.min_cells
-    budget = plan.min_cells if plan.min_cells > 0 else len(index)
-    if usable and plan.min_cells > 0:
+    min_cells = probe_budget(len(index)) if plan.min_cells is None else plan.min_cells
+    group_cells = min_cells
+    budget = min_cells if min_cells > 0 else len(index)
+    if usable and min_cells > 0:
         # Groups are probed wider than the cell budget; their best sub-lists fill it.
-        group_cells = math.ceil(plan.group_spread * plan.min_cells)
-        if FULL_SCAN_SHARE * len(index) <= plan.min_cells:
+        group_cells = math.ceil(plan.group_spread * min_cells)
+        if FULL_SCAN_SHARE * len(index) <= min_cells:
             group_cells = budget = len(index)
     sims = scorer.centroid_scores(q) if scorer is not None else matvec(index.centroids, q)
-    probe = _probe(index, sims, plan.n_probe, group_cells)
-    centroid_slots = set(probe.tolist())
-    boosted = catalog.cells_with(plan.entities, plan.max_entity_share) if plan.entities else set()
-    routed = (
-        catalog.cells_with(plan.entities, plan.max_route_cells / max(len(catalog), 1))
-        if plan.entities
-        else set()
-    )
-    entity_slots = {index.loc[c].slot for c in routed if c in index.loc}
-    slots = sorted(centroid_slots | entity_slots)
-    lexical = _lexical_scores(catalog, plan)
-
+    probe = _kernels().probe_groups(sims, _group_sizes(index), plan.n_probe, group_cells)
+    stages = _Stages.of(index, catalog, plan, probe)
     keep = max(plan.rerank, 4 * plan.k)
     if (
         usable
         and scorer is not None
         and plan.n_probe < n_groups
-        and int(_group_sizes(index)[slots].sum()) > 16 * keep
+        and int(_group_sizes(index)[stages.slots].sum()) > 16 * keep
     ):
         # Only the best k are needed unless boosts, words or exclusions re-rank them.
-        plain = not (boosted and plan.entity_boost) and lexical is None and not plan.exclude
-        found = scorer.probe(index, np.asarray(slots), q, budget, keep, plan.k if plain else keep)
+        plain = stages.plain(plan)
+        found = scorer.probe(index, stages.slots, q, budget, keep, plan.k if plain else keep)
+        if plain and len(found[0]) >= plan.k and not _threaded(catalog, plan):
+            # Nothing re-ranks the best k by cosine: they are the answer.
+            rows = [(c, float(s), 0.0, 0.0, 0.0) for c, s in zip(*found, strict=True)]
+            return _candidates(index, plan, stages, rows, False)
         pool = _Pool(*found)
-        if boosted and plan.entity_boost > 0:
-            slot_set = set(slots)
-            pool.extend(index, (c for c in boosted if index.loc[c].slot in slot_set), q)
+        if stages.boosted and plan.entity_boost > 0:
+            slot_set = set(stages.slots.tolist())
+            pool.extend(index, (c for c in stages.boosted if index.loc[c].slot in slot_set), q)
     else:
-        pool = _exact_pool(index, scorer, slots, q)
-    lexical_ids: set[str] = set()
-    if lexical is not None:
-        top_ids, _ = catalog.lexical.top_of(*lexical, max(plan.lexical_candidates, plan.k))
+        pool = _exact_pool(index, scorer, stages.slots, q)
+    if stages.lexical is not None:
+        top_ids, _ = catalog.lexical.top_of(*stages.lexical, max(plan.lexical_candidates, plan.k))
         pool.extend(index, top_ids, q)
-        lexical_ids = set(top_ids)
-
-    picked = _rank(index, pool, boosted, lexical, catalog, plan)
-    fallback = len(picked) < plan.k and len(slots) < n_groups
+        stages.lexical_ids = set(top_ids)
+    picked = _rank(index, pool, stages.boosted, stages.lexical, catalog, plan)
+    fallback = len(picked) < plan.k and len(stages.slots) < n_groups
     if fallback:
         pool = _exact_pool(index, scorer, range(n_groups), q)
-        picked = _rank(index, pool, boosted, lexical, catalog, plan)
+        picked = _rank(index, pool, stages.boosted, stages.lexical, catalog, plan)
+    return _candidates(index, plan, stages, picked, fallback)
 
-    groups = [index.loc[cid] for cid, *_ in picked]
-    csims = (index.centroids[[g.slot for g in groups]] @ q).tolist() if groups else []
-    probed = n_groups if fallback else len(slots)
+
+@dataclass
+class _Stages:
+    """What the centroid, entity and lexical stages found for one query."""
+
+    slots: np.ndarray  # probed group slots (centroid stage, then entity routes), int64
+    centroid_slots: np.ndarray
+    entity_slots: set[int]
+    boosted: set[str]
+    lexical: tuple[np.ndarray, np.ndarray] | None
+    lexical_ids: set[str]
+
+    @classmethod
+    def of(cls, index: HierIndex, catalog: Catalog, plan: SearchPlan, probe: np.ndarray) -> _Stages:
+        boosted: set[str] = set()
+        entity_slots: set[int] = set()
+        slots = np.sort(probe)
+        if plan.entities:
+            # Cells of entities held by few enough cells boost; of rarer ones, route too.
+            n = len(catalog)
+            boost_limit = max(10, int(plan.max_entity_share * n))
+            route_limit = max(10, int(plan.max_route_cells / max(n, 1) * n))
+            loc = index.loc
+            for entity in plan.entities:
+                cells = catalog.entity_cells.get(entity)
+                if not cells or len(cells) > boost_limit:
+                    continue
+                boosted |= cells
+                if len(cells) <= route_limit:
+                    entity_slots.update(loc[c].slot for c in cells if c in loc)
+            if entity_slots:
+                slots = np.union1d(probe, np.fromiter(entity_slots, np.int64, len(entity_slots)))
+        return cls(slots, probe, entity_slots, boosted, _lexical_scores(catalog, plan), set())
+
+    def plain(self, plan: SearchPlan) -> bool:
+        """Whether the best k by cosine are the answer (nothing re-ranks them)."""
+        boosts = bool(self.boosted) and plan.entity_boost != 0.0
+        return not boosts and self.lexical is None and not plan.exclude
+
+
+def _threaded(catalog: Catalog, plan: SearchPlan) -> bool:
+    """Whether conversation threads lift this query's candidates (see fusion)."""
+    weights = plan.context_weight > 0.0 or plan.session_weight > 0.0
+    return weights and len(catalog.threads) > 0
+
+
+def _candidates(
+    index: HierIndex,
+    plan: SearchPlan,
+    stages: _Stages,
+    picked: list[tuple[str, float, float, float, float]],
+    fallback: bool,
+) -> list[Candidate]:
+    """The picked rows as candidates, with the stages that found each."""
+    loc = index.loc
+    groups = [loc[cid] for cid, *_ in picked]
+    csims = (index.centroids[[g.slot for g in groups]] @ plan.vector).tolist() if groups else []
+    probed = len(index.slot_groups) if fallback else len(stages.slots)
+    centroid = set(stages.centroid_slots.tolist())
+    entity, lexical = stages.entity_slots, stages.lexical_ids
     return [
         Candidate(
             id=cid,
@@ -180,9 +257,7 @@ def run_search(
             score=score,
             rank_score=score + boost + lex + context,
             boost=boost,
-            stages=_stages(
-                group.slot in centroid_slots, group.slot in entity_slots, cid in lexical_ids
-            ),
+            stages=_stages(group.slot in centroid, group.slot in entity, cid in lexical),
             centroid_similarity=csim,
             fallback_ran=fallback,
             probed_groups=probed,
@@ -224,34 +299,16 @@ def matvec(a: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _exact_pool(
-    index: HierIndex, scorer: Scorer | None, slots: Sequence[int] | range, q: np.ndarray
+    index: HierIndex,
+    scorer: Scorer | None,
+    slots: Sequence[int] | range | np.ndarray,
+    q: np.ndarray,
 ) -> _Pool:
     """Exact cosines of every cell of the given slots (one compiled pass when the scorer
     describes the index, else one product per group block)."""
     if scorer is not None:
         return _Pool(*scorer.exact(index, slots, q))
     return _Pool(*_score_groups(index, slots, q))
-
-
-def _probe(index: HierIndex, sims: np.ndarray, n_probe: int, min_cells: int) -> np.ndarray:
-    """Slots of the groups to probe, most similar centroid first.
-
-    At least ``n_probe`` groups, and more while they hold fewer than ``min_cells`` cells
-    together, so the work (and the recall) does not depend on how large the groups are.
-    """
-    n_groups = len(index.slot_groups)
-    if n_probe >= n_groups:
-        return np.arange(n_groups)
-    sizes = _group_sizes(index)
-    want = n_probe
-    if min_cells > 0:
-        want = max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
-    cand = np.arange(n_groups) if want >= n_groups else np.argpartition(-sims, want - 1)[:want]
-    cand = cand[np.argsort(-sims[cand], kind="stable")]
-    if min_cells <= 0:
-        return cand[:n_probe]
-    need = int(np.searchsorted(np.cumsum(sizes[cand]), min_cells)) + 1
-    return cand[: max(n_probe, need)]
 
 
 def _group_sizes(index: HierIndex) -> np.ndarray:
@@ -263,20 +320,48 @@ def _group_sizes(index: HierIndex) -> np.ndarray:
     return cached[1]
 
 
+# Probes of at least this many cells (in stores too small for the scorer) are scored in one
+# compiled pass over the groups' blocks; one product per group costs a BLAS call each
+# (150 groups of a 3,000-cell store: 12 ms under load, against about 1 ms in one pass).
+# Smaller probes stay in numpy, so small stores never import numba.
+KERNEL_CELLS = 1024
+
+
 def _score_groups(
     index: HierIndex, slots: Iterable[int], q: np.ndarray
 ) -> tuple[list[str], np.ndarray]:
-    """Exact cosine of every cell of the given group slots (one product per block)."""
-    ids: list[str] = []
-    parts: list[np.ndarray] = []
+    """Exact cosine of every cell of the given group slots."""
     groups = index.slot_groups
-    for slot in slots:
-        group = groups[slot]
-        ids.extend(group.ids)
-        parts.append(group.view @ q)
-    if not parts:
+    chosen = [groups[s] for s in slots]
+    ids = list(itertools.chain.from_iterable(g.ids for g in chosen))
+    if not chosen:
         return ids, np.empty(0, np.float32)
-    return ids, np.concatenate(parts)
+    if len(ids) >= KERNEL_CELLS and q.dtype == np.float32 and q.flags.c_contiguous:
+        addresses, counts = _block_addresses(index)
+        picked = np.fromiter((g.slot for g in chosen), np.int64, len(chosen))
+        return ids, _kernels().exact_rows(addresses, counts, picked, q)
+    return ids, np.concatenate([g.view @ q for g in chosen])
+
+
+# Per index: (centroid epoch, the groups' blocks, their addresses and row counts by slot).
+# Every write that changes a group moves the epoch on; the blocks are held here, so an
+# address never outlives its array.
+_ADDRESSES: weakref.WeakKeyDictionary[
+    HierIndex, tuple[int, list[np.ndarray], np.ndarray, np.ndarray]
+] = weakref.WeakKeyDictionary()
+
+
+def _block_addresses(index: HierIndex) -> tuple[np.ndarray, np.ndarray]:
+    """Addresses and row counts of every group's block, by slot (cached per epoch)."""
+    cached = _ADDRESSES.get(index)
+    if cached is None or cached[0] != index.centroid_epoch:
+        groups = index.slot_groups
+        blocks = [g.vecs for g in groups]
+        addresses = np.fromiter((b.ctypes.data for b in blocks), np.int64, len(blocks))
+        counts = np.fromiter((g.n for g in groups), np.int64, len(groups))
+        cached = (index.centroid_epoch, blocks, addresses, counts)
+        _ADDRESSES[index] = cached
+    return cached[2], cached[3]
 
 
 def _lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:

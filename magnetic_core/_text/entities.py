@@ -12,7 +12,9 @@ import itertools
 import re
 from collections.abc import Callable
 
-__all__ = ["extract_entities", "terms"]
+from magnetic_core._text.tokenize import COMMON_WORDS
+
+__all__ = ["extract_entities"]
 
 _URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -37,22 +39,7 @@ _CAPS = re.compile(r"\b[A-Z][\w'&-]*[a-z0-9][\w'&-]*(?:\s+(?:of\s+|de\s+|van\s+)
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}s?\b")
 
 # Capitalised words that start sentences or are too common to name anything.
-_STOP_CAPS = frozenset(
-    """a an and are as at be but by can could did do does for from had has have he her his how
-    i if in is it its let may me might my no not of on or our she should so that the their them
-    then there these they this those to was we were what when where which who why will with
-    would yes you your after before also all any because both each few more most other some
-    such than too very just please thanks thank hi hello ok okay today yesterday tomorrow
-    mr mrs ms dr monday tuesday wednesday thursday friday saturday sunday""".split()
-)
-
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-STOPWORDS = _STOP_CAPS | frozenset(
-    """about above again against am being below between during down further here into off
-    once only out over own same through under until up while whom s t don now said says
-    around within without across along among upon via per onto
-    mln pct one two three four five six seven eight nine ten new year last first""".split()
-)
+_STOP_CAPS = COMMON_WORDS
 
 
 # Each pattern can match only where a cheaper necessary sign occurs (a file name ends in
@@ -182,8 +169,3 @@ def _sentence_start(text: str, pos: int) -> bool:
     while i >= 0 and text[i].isspace():
         i -= 1
     return i < 0 or text[i] in _SENTENCE_END
-
-
-def terms(text: str) -> list[str]:
-    """Lower-cased content words of ``text`` (stop words dropped), for labels and BM25."""
-    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]

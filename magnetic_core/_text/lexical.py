@@ -4,47 +4,25 @@ Dense embeddings blur rare words (gene names, codes, numbers) that a user types 
 BM25 rewards exactly those. Words are indexed by their Snowball (Porter 2) English stem, so
 "painted" finds "painting" and "researched" finds "research": people rarely ask in the
 inflection they wrote in. Cells get integer document numbers; each term keeps compact
-``array`` postings (document numbers and term frequencies), turned into numpy arrays on the
-first query that needs them and cached until the term's postings change.
+``array`` postings (document numbers and term frequencies) that a query reads in place
+(zero-copy numpy views) and scores in one compiled pass (:mod:`magnetic_core._text.bm25`):
+a query's cost is the length of its terms' postings, and it keeps no memory.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
-import snowballstemmer
 
 from magnetic_core._search.topk import top_indices
-from magnetic_core._text.entities import terms
+from magnetic_core._text.tokenize import index_terms, stem, terms
 
-__all__ = ["LexicalIndex", "stem"]
-
-_STEMMER = snowballstemmer.stemmer("english")
-_STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it stems
-# Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock.
-_STEMS: dict[str, str] = {}
-_MAX_STEMS = 1 << 20
-
-
-def stem(word: str) -> str:
-    """The Snowball English stem of a lower-cased word (cached: vocabularies repeat)."""
-    found = _STEMS.get(word)
-    if found is None:
-        with _STEM_LOCK:
-            found = str(_STEMMER.stemWord(word))
-        if len(_STEMS) < _MAX_STEMS:
-            _STEMS[word] = found
-    return found
-
-
-def index_terms(text: str) -> list[str]:
-    """The stemmed content words of ``text``, in order, as BM25 indexes them."""
-    return [stem(w) for w in terms(text)]
+__all__ = ["LexicalIndex", "index_terms", "stem"]
 
 
 class LexicalIndex:
@@ -74,7 +52,6 @@ class LexicalIndex:
         self._length = array("f")
         self._doc_terms: dict[int, tuple[str, ...]] = {}
         self._postings: dict[str, tuple[array, array]] = {}
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._total_length = 0.0
 
     def __len__(self) -> int:
@@ -104,9 +81,6 @@ class LexicalIndex:
             else:
                 post[0].append(doc)
                 post[1].append(tf)
-        if self._cache:
-            for term in distinct:
-                self._cache.pop(term, None)
         return tuple(words)
 
     def remove(self, cid: str) -> None:
@@ -123,7 +97,6 @@ class LexicalIndex:
             del tfs[at]
             if not docs:
                 del self._postings[term]
-            self._cache.pop(term, None)
         if len(self._cids) > 1024 and len(self._docno) < len(self._cids) // 2:
             self._compact()
 
@@ -142,7 +115,6 @@ class LexicalIndex:
         self._doc_terms = {renumber[d]: t for d, t in self._doc_terms.items()}
         for term, (docs, tfs) in self._postings.items():
             self._postings[term] = (array("l", (renumber[d] for d in docs)), tfs)
-        self._cache.clear()
 
     def df(self, term: str) -> int:
         """Number of cells holding ``term`` (a word, stemmed here, or a stem)."""
@@ -168,49 +140,51 @@ class LexicalIndex:
         n = len(self._docno)
         if n == 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        avgdl = max(self._total_length / n, 1e-9)
-        lengths = np.frombuffer(self._length, dtype=np.float32)  # released on return
-        doc_parts, score_parts = [], []
+        # Zero-copy views of the postings, released before returning: an ``array`` that
+        # exports its buffer cannot grow, and the next write must be able to append.
+        views: list[np.ndarray] = []
+        try:
+            return self._scores(query, n, views)
+        finally:
+            views.clear()
+
+    def _scores(
+        self, query: Iterable[str], n: int, views: list[np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
+
+        weights: list[float] = []
         for term in dict.fromkeys(query):
-            arrays = self._arrays(term)
-            if arrays is None:
+            post = self._postings.get(term)
+            if post is None:
                 continue
-            docs, tfs = arrays
-            df = docs.shape[0]
+            df = len(post[0])
             if n >= 20 and df > self.max_df_share * n:
                 continue
-            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            norm = self.k1 * (1.0 - self.b + self.b * lengths[docs] / avgdl)
-            doc_parts.append(docs)
-            score_parts.append(np.float32(idf * (self.k1 + 1.0)) * tfs / (tfs + norm))
-        if not doc_parts:
+            weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (self.k1 + 1.0))
+            views.append(
+                np.frombuffer(post[0], dtype=np.int64 if post[0].itemsize == 8 else np.int32)
+            )
+            views.append(np.frombuffer(post[1], dtype=np.float32))
+        if not weights:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        docs = np.concatenate(doc_parts)
-        vals = np.concatenate(score_parts)
-        if len(doc_parts) == 1:
-            return docs, vals
-        # Sum each document's terms in float64, in query-term order, either way.
-        if 4 * docs.shape[0] >= len(self._cids):
-            # Many postings (long queries, common words): one dense pass, O(postings + N).
-            dense = np.bincount(docs, weights=vals, minlength=len(self._cids))
-            docs = np.flatnonzero(dense)
-            return docs, dense[docs].astype(np.float32)
-        order = np.argsort(docs, kind="stable")
-        docs, vals = docs[order], vals[order]
-        starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
-        return docs[starts], np.add.reduceat(vals.astype(np.float64), starts).astype(np.float32)
-
-    def _arrays(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        cached = self._cache.get(term)
-        if cached is not None:
-            return cached
-        post = self._postings.get(term)
-        if post is None:
-            return None
-        # Copies, not views: a live view would forbid resizing the postings arrays.
-        cached = (np.array(post[0], dtype=np.int64), np.array(post[1], dtype=np.float32))
-        self._cache[term] = cached
-        return cached
+        docs = np.concatenate(views[0::2]).astype(np.int64, copy=False)
+        tfs = np.concatenate(views[1::2])
+        sizes = [v.shape[0] for v in views[0::2]]
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        views.append(np.frombuffer(self._length, dtype=np.float32))
+        avgdl = max(self._total_length / n, 1e-9)
+        return bm25_scores(
+            docs,
+            tfs,
+            bounds,
+            np.asarray(weights, np.float32),
+            views[-1],
+            avgdl,
+            self.k1,
+            self.b,
+            len(self._cids),
+        )
 
     def top(self, query: Iterable[str], n: int) -> tuple[list[str], np.ndarray]:
         """The ``n`` best cells by BM25: ``(ids, scores)``, best first."""
@@ -226,8 +200,11 @@ class LexicalIndex:
 
     def lookup(self, cids: Iterable[str], docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """BM25 of the given cells from a :meth:`scores` result (0 where absent)."""
-        get = self._docno.get
-        numbers = np.array([get(c, -1) for c in cids], dtype=np.int64)
+        cids = cids if isinstance(cids, list) else list(cids)
+        # map() over the dict's own get: no Python frame per cell.
+        numbers = np.fromiter(
+            map(self._docno.get, cids, itertools.repeat(-1)), np.int64, count=len(cids)
+        )
         out = np.zeros(numbers.shape[0], np.float32)
         if docs.shape[0] == 0 or numbers.shape[0] == 0:
             return out

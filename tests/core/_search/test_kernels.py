@@ -7,6 +7,8 @@ real ties: the kernels must then agree with numpy exactly, ties to the lower ind
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -173,3 +175,102 @@ def test_split_lists_covers_a_group_with_lists_near_the_target_size() -> None:
     lists = split_lists(vecs, 25)
     assert sorted(lists.order.tolist()) == list(range(100))
     assert 1 < lists.lengths.shape[0] <= 4 and lists.lengths.sum() == 100
+
+
+def _ref_probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int):
+    """The centroid stage's choice of groups, in numpy."""
+    n = sims.shape[0]
+    if n_probe >= n:
+        return np.arange(n)
+    want = n_probe
+    if min_cells > 0:
+        want = max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
+    cand = _ref_top(sims, want)
+    if min_cells <= 0:
+        return cand[:n_probe]
+    need = int(np.searchsorted(np.cumsum(sizes[cand]), min_cells)) + 1
+    return cand[: max(n_probe, need)]
+
+
+@SETTINGS
+@given(_ints(60), st.integers(0, 2**31), st.integers(1, 70), st.integers(0, 400))
+def test_probe_groups_takes_the_best_until_the_budget_is_held(sims, seed, n_probe, min_cells):
+    sizes = np.random.default_rng(seed).integers(1, 40, sims.shape[0]).astype(np.int64)
+    got = kernels.probe_groups(sims, sizes, n_probe, min_cells)
+    np.testing.assert_array_equal(got, _ref_probe_groups(sims, sizes, n_probe, min_cells))
+
+
+def _arena(rng: np.random.Generator, n_blocks: int, d: int, r: int):
+    """Blocks of integer vectors split into lists, with integer means and codes (exact sums)."""
+    blocks, means, lens, firsts, ends = [], [], [], [], []
+    row_block, row_in_block = [], []
+    for h in range(n_blocks):
+        size = int(rng.integers(1, 30))
+        blocks.append(rng.integers(-3, 4, (size, d)).astype(np.float32))
+        cuts = np.sort(rng.choice(np.arange(1, size), min(size - 1, 3), replace=False))
+        parts = np.diff(np.r_[0, cuts, size]).astype(np.int64)
+        firsts.append(len(lens))
+        lens.extend(parts.tolist())
+        ends.append(len(lens))
+        means.append(rng.integers(-3, 4, (parts.shape[0], d)).astype(np.float32))
+        row_block += [h] * size
+        row_in_block += list(range(size))
+    n_rows = len(row_block)
+    lens_a = np.array(lens, np.int64)
+    codes, scales = _codes(rng, n_rows, r)
+    return {
+        "blocks": blocks,
+        "first": np.array(firsts, np.int64),
+        "end": np.array(ends, np.int64),
+        "mean": np.concatenate(means),
+        "inv": (2.0 ** rng.integers(-2, 2, lens_a.shape[0])).astype(np.float32),
+        "start": np.cumsum(lens_a) - lens_a,
+        "len": lens_a,
+        "code": codes,
+        "scale": scales,
+        "row_block": np.array(row_block, np.int32),
+        "row_in_block": np.array(row_in_block, np.int32),
+        "address": np.array([b.ctypes.data for b in blocks], np.int64),
+    }
+
+
+def _ref_probe_top(a, slots, slot_block, q, basis, budget, keep, k):
+    lists = ranges(a["first"][slot_block[slots]], (a["end"] - a["first"])[slot_block[slots]])
+    base = a["mean"][lists] @ q
+    cos = base * a["inv"][lists]
+    if int(a["len"][lists].sum()) > budget:
+        order = _ref_top(cos, cos.shape[0])
+        need = int(np.searchsorted(np.cumsum(a["len"][lists][order]), max(budget, 1))) + 1
+        lists, base = lists[order[:need]], base[order[:need]]
+    rows = ranges(a["start"][lists], a["len"][lists])
+    approx = (
+        np.repeat(base, a["len"][lists])
+        + (a["code"][rows].astype(np.float32) @ (q @ basis)) * a["scale"][rows]
+    )
+    picked = rows[_ref_top(approx, keep)]
+    exact = np.array(
+        [a["blocks"][a["row_block"][p]][a["row_in_block"][p]] @ q for p in picked], np.float32
+    )
+    best = _ref_top(exact, k)
+    return picked[best], exact[best]
+
+
+@SETTINGS
+@given(st.integers(1, 8), st.integers(0, 2**31), st.integers(0, 120), st.integers(1, 40))
+def test_probe_top_is_the_scorer_probe_step_by_step(n_blocks, seed, budget, keep):
+    rng = np.random.default_rng(seed)
+    d, r = 6, 4
+    a = _arena(rng, n_blocks, d, r)
+    slot_block = rng.permutation(n_blocks).astype(np.int64)  # slots map to blocks anyhow
+    slots = rng.permutation(n_blocks)[: rng.integers(0, n_blocks + 1)].astype(np.int64)
+    q = rng.integers(-2, 3, d).astype(np.float32)
+    basis = rng.integers(-1, 2, (d, r)).astype(np.float32)
+    k = int(rng.integers(0, keep + 3))
+    got = kernels.probe_top(
+        slots, slot_block, a["first"], a["end"], a["mean"], a["inv"], a["start"], a["len"],
+        a["code"], a["scale"], a["row_block"], a["row_in_block"], a["address"],
+        q, basis, budget, keep, k,
+    )  # fmt: skip
+    want = _ref_probe_top(a, slots, slot_block, q, basis, budget, keep, k)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

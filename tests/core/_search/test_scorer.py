@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from magnetic_core._index.index import HierIndex
-from magnetic_core._search.scorer import Scorer
+from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer
 from magnetic_core._search.search import SearchPlan, run_search
 from magnetic_core._search.sublists import split_lists
 from magnetic_core._store.catalog import Catalog
@@ -189,8 +191,8 @@ def test_a_budget_near_the_store_size_scores_every_sketch_in_one_pass(data) -> N
             probed |= {c.probed_groups for c in got}
         return scores, probed
 
-    # A budget of a third of the store: every group is probed, none is left out.
-    full, probed = found(N // 3)
+    # A budget of FULL_SCAN_SHARE of the store: every group is probed, none is left out.
+    full, probed = found(math.ceil(FULL_SCAN_SHARE * N))
     assert probed == {len(index.slot_groups)}
     assert recall_at_k_tie_aware(full, truth, 10) >= 0.99
     # A smaller budget probes fewer groups and gathers their best sub-lists.

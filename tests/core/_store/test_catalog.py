@@ -80,7 +80,7 @@ def test_words_in_most_cells_are_skipped_by_bm25():
 
 
 def _bm25_by_hand(texts: dict[str, str], query: str, k1: float = 1.2, b: float = 0.75):
-    from magnetic_core._text.entities import terms
+    from magnetic_core._text.tokenize import terms
 
     docs = {cid: terms(t) for cid, t in texts.items()}
     n = len(docs)

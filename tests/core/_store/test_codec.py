@@ -8,7 +8,8 @@ import json
 import pytest
 
 from magnetic_core._store.codec import metadata_from_json, metadata_to_json, validate_metadata
-from magnetic_core._text.entities import extract_entities, terms
+from magnetic_core._text.entities import extract_entities
+from magnetic_core._text.tokenize import terms
 from magnetic_core.errors import MetadataError
 
 

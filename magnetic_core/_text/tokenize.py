@@ -1,0 +1,75 @@
+"""The words of a text as the lexical stage and group labels see them.
+
+One tokenizer for every place that counts words: BM25 indexing and queries
+(:mod:`magnetic_core._text.lexical`), group labels (:mod:`magnetic_core._store.catalog`)
+and the stored terms of a cell. Words are lower-cased runs of letters and digits (with an
+English contraction kept whole: "don't"), stop words and one-letter words dropped; BM25
+then indexes each word by its Snowball (Porter 2) English stem, so "painted" finds
+"painting".
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import snowballstemmer
+
+__all__ = ["COMMON_WORDS", "STOPWORDS", "index_terms", "stem", "terms"]
+
+# Words too common to name anything; capitalised, they also start sentences (the entity
+# extractor skips them at the start of a capitalised phrase).
+COMMON_WORDS = frozenset(
+    """a an and are as at be but by can could did do does for from had has have he her his how
+    i if in is it its let may me might my no not of on or our she should so that the their them
+    then there these they this those to was we were what when where which who why will with
+    would yes you your after before also all any because both each few more most other some
+    such than too very just please thanks thank hi hello ok okay today yesterday tomorrow
+    mr mrs ms dr monday tuesday wednesday thursday friday saturday sunday""".split()
+)
+STOPWORDS = COMMON_WORDS | frozenset(
+    """about above again against am being below between during down further here into off
+    once only out over own same through under until up while whom s t don now said says
+    around within without across along among upon via per onto
+    mln pct one two three four five six seven eight nine ten new year last first""".split()
+)
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+_STEMMER = snowballstemmer.stemmer("english")
+_STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it stems
+# Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock.
+_STEMS: dict[str, str] = {}
+_MAX_STEMS = 1 << 20
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words of ``text`` (stop words dropped), for labels and BM25.
+
+    >>> terms("The cat and the hat don't sit")
+    ['cat', 'hat', "don't", 'sit']
+    """
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
+
+
+def stem(word: str) -> str:
+    """The Snowball English stem of a lower-cased word (cached: vocabularies repeat).
+
+    >>> stem("painted"), stem("painting"), stem("studies")
+    ('paint', 'paint', 'studi')
+    """
+    found = _STEMS.get(word)
+    if found is None:
+        with _STEM_LOCK:
+            found = str(_STEMMER.stemWord(word))
+        if len(_STEMS) < _MAX_STEMS:
+            _STEMS[word] = found
+    return found
+
+
+def index_terms(text: str) -> list[str]:
+    """The stemmed content words of ``text``, in order, as BM25 indexes them.
+
+    >>> index_terms("Researchers researched the research")
+    ['research', 'research', 'research']
+    """
+    return [stem(w) for w in terms(text)]

@@ -1,0 +1,32 @@
+"""The one tokenizer: words for BM25 and labels, and their stems."""
+
+from __future__ import annotations
+
+from magnetic_core._text.lexical import LexicalIndex
+from magnetic_core._text.tokenize import STOPWORDS, index_terms, stem, terms
+
+
+def test_terms_are_lower_cased_content_words_in_order():
+    assert terms("The Cat sat ON the mat, and the cat's hat!") == [
+        "cat",
+        "sat",
+        "mat",
+        "cat's",
+        "hat",
+    ]
+
+
+def test_stop_words_digits_and_single_letters():
+    assert terms("a b c 42 x7 about the i") == ["42", "x7"]
+    assert "the" in STOPWORDS and "said" in STOPWORDS and "gene" not in STOPWORDS
+
+
+def test_inflections_share_a_stem_so_a_query_finds_another_form():
+    assert stem("painted") == stem("painting") == stem("paints")
+    assert index_terms("Studies show studying helps") == [
+        stem("studies"),
+        "show",
+        stem("studying"),
+        "help",
+    ]
+    assert LexicalIndex.query_terms("painting painted lakes") == (stem("painting"), stem("lakes"))
