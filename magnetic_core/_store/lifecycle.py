@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+
 from magnetic_core._search.scorer import Scorer
 from magnetic_core._sleep.sleeper import finish_recovery, recover
 from magnetic_core._sleep.supersession import superseded_by
@@ -201,7 +203,7 @@ class StoreLifecycle:
                     self._clock.retire(self.embedder.dim)
                 if writeback is not None and self._stale is None:
                     # a fast next open, with the scorer's built state beside the index
-                    save_snapshot(self._state, self._clock, self._scorer.export_arrays())
+                    save_snapshot(self._state, self._clock, self._scorer_arrays)
             except PersistenceError as e:
                 logger.warning("the group cache was not updated (repaired on next open): %s", e)
         if self._owns_client and hasattr(self._client, "close"):
@@ -209,6 +211,15 @@ class StoreLifecycle:
                 self._client.close()
             except Exception as e:  # noqa: BLE001 - closing must not mask the real error
                 logger.debug("closing the Chroma client failed: %s", e)
+
+    def _scorer_arrays(self) -> dict[str, np.ndarray]:
+        """The search scorer's state for the snapshot, built first if no search built it.
+
+        A bulk load followed by close never searched; building here (once, at close) saves
+        every later process the build on its first query.
+        """
+        self._scorer.sync(self._index)
+        return self._scorer.export_arrays()
 
     def __enter__(self: _Self) -> _Self:
         return self
