@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core._index.clustering import normalize
+from magnetic_core._index.vectors import normalize
 from magnetic_core._search.search import SearchPlan
 from magnetic_core._search.selection import Selection, select_hits
 from magnetic_core._search.views import cell_view, group_info, stats_view

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from magnetic_core._index.clustering import normalize
+from magnetic_core._index.vectors import normalize
 
 __all__ = ["Group"]
 

@@ -357,7 +357,8 @@ def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
         )
         for entity in ents:
             entity_cells[entity].add(cid)
-        catalog.threads.add(cid, records[cid].metadata, created[i])
+        if metas[i]:  # a cell without metadata belongs to no conversation thread
+            catalog.threads.add(cid, records[cid].metadata, created[i])
     if len(lexical) != len(catalog.records):
         raise ValueError("the snapshot's BM25 postings and cells disagree")
     return catalog

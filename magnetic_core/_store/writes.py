@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core._index.clustering import normalize
+from magnetic_core._index.vectors import normalize
 from magnetic_core._sleep.supersession import (
     link_cells,
     links_kept_by_upsert,
