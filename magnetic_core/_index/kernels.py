@@ -95,6 +95,38 @@ def _update_column(
 
 
 @njit(cache=True)
+def _join(
+    i: int,
+    s: int,
+    sims: np.ndarray,
+    x: np.ndarray,
+    sq: np.ndarray,
+    norms_l: np.ndarray,
+    totals: np.ndarray,
+    norms: np.ndarray,
+    sizes: np.ndarray,
+    changed: np.ndarray,
+    ch_state: np.ndarray,
+) -> float:
+    """Row ``i`` joins slot ``s``: its sum, size and incremental state; returns the old norm."""
+    if not changed[s]:
+        before = norms[s] if sizes[s] > 0 else 0.0
+        ch_state[s, 0] = before * before
+        ch_state[s, 1] = before
+        ch_state[s, 2] = 0.0
+        changed[s] = True
+    else:
+        before = math.sqrt(ch_state[s, 0])
+    dot = np.float64(sims[i, s]) * before if before > 0.0 else 0.0
+    for k in range(x.shape[1]):
+        totals[s, k] += np.float64(x[i, k])
+    sizes[s] += 1
+    ch_state[s, 0] = ch_state[s, 0] + 2.0 * dot + sq[i]
+    ch_state[s, 1] = ch_state[s, 1] + norms_l[i]
+    return before
+
+
+@njit(cache=True)
 def assign_rows(
     sims: np.ndarray,
     gram: np.ndarray,
@@ -136,7 +168,6 @@ def assign_rows(
             that triggers a rebalance (-1: never).
     """
     b = x.shape[0]
-    d = x.shape[1]
     eps = scalars[2]
     for i in range(start, b):
         if stored[i]:
@@ -156,25 +187,10 @@ def assign_rows(
             norms[s] = 0.0
             sizes[s] = 0
             changed[s] = False
-        if not changed[s]:
-            before = norms[s] if sizes[s] > 0 else 0.0
-            ch_state[s, 0] = before * before
-            ch_state[s, 1] = before
-            ch_state[s, 2] = 0.0
-            changed[s] = True
-        else:
-            before = math.sqrt(ch_state[s, 0])
-        dot = np.float64(sims[i, s]) * before if before > 0.0 else 0.0
-        for k in range(d):
-            totals[s, k] += np.float64(x[i, k])
-        n = sizes[s]
-        sizes[s] = n + 1
+        before = _join(i, s, sims, x, sq, norms_l, totals, norms, sizes, changed, ch_state)
+        n, n2, m = sizes[s] - 1, ch_state[s, 0], ch_state[s, 1]
         out_slot[i] = s
         count += 1
-        n2 = ch_state[s, 0] + 2.0 * dot + sq[i]
-        m = ch_state[s, 1] + norms_l[i]
-        ch_state[s, 0] = n2
-        ch_state[s, 1] = m
         if n >= cap:
             scalars[2] = eps
             return i + 1, SPLIT, g
