@@ -9,6 +9,7 @@ be read, every call refuses until it answers again).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator
@@ -108,11 +109,13 @@ class StoreLifecycle:
         state = load_state(
             self._store, self.embedder.dim, self.config, replay=replay, clock=self._clock
         )
-        self._state = state
-        self._index, self._catalog = state.index, state.catalog
         # The approximate scorer of this index: restored from the snapshot when it holds one,
         # else built by the first search of a large store.
-        self._scorer = _scorer_of(state, self.config)
+        self._scorer, restored = _scorer_of(state, self.config)
+        if restored:  # the scorer copied what it needs: the loaded arrays can go
+            state = dataclasses.replace(state, extra={})
+        self._state = state
+        self._index, self._catalog = state.index, state.catalog
         self._calibration, self._writeback = state.calibration, state.writeback
         self._superseded = {
             c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
@@ -245,16 +248,19 @@ class StoreLifecycle:
                     ) from e
 
 
-def _scorer_of(state: MemoryState, config: MemoryConfig) -> Scorer:
-    """The scorer saved with the snapshot, when it matches the config; else a new one."""
+def _scorer_of(state: MemoryState, config: MemoryConfig) -> tuple[Scorer, bool]:
+    """The scorer saved with the snapshot, when it matches the config; else a new one.
+
+    Returns it and whether it was restored from the snapshot.
+    """
     fresh = Scorer(config.sketch_rank, config.list_size)
     if not state.extra:
-        return fresh
+        return fresh, False
     try:
         restored = Scorer.from_arrays(state.extra, state.index)
     except Exception as e:  # noqa: BLE001 - a cache: any defect means "build it again"
         logger.warning("the saved search scorer was not usable (rebuilt on demand): %r", e)
-        return fresh
+        return fresh, False
     if (restored.rank, restored.list_size) != (fresh.rank, fresh.list_size):
-        return fresh  # the store was reopened with other scorer settings
-    return restored
+        return fresh, False  # the store was reopened with other scorer settings
+    return restored, True
