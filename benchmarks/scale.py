@@ -44,32 +44,47 @@ sys.path.insert(0, {root!r})
 import numpy as np
 q = np.asarray({q!r}, dtype=np.float32)
 if {kind!r} == "magnetic":
+    import chromadb
+    t1 = time.perf_counter()
     from magnetic_core import MagneticMemory
+    t2 = time.perf_counter()
     from benchmarks.common import VectorsOnly
     m = MagneticMemory(path={path!r}, embedder=VectorsOnly({name!r}, q.shape[0]))
+    t3 = time.perf_counter()
     hits = len(m.search(vector=q, k=10))
 else:
     import chromadb
+    t1 = t2 = time.perf_counter()
     c = chromadb.PersistentClient(path={path!r}).get_collection("bench")
+    t3 = time.perf_counter()
     hits = len(c.query(query_embeddings=[q], n_results=10)["ids"][0])
-seconds = time.perf_counter() - t0
+t4 = time.perf_counter()
 import psutil
 rss = psutil.Process().memory_info().rss / 2**20
-print(json.dumps({{"open_s": seconds, "rss_mb": rss, "hits": hits}}))
+print(json.dumps({{"open_s": t4 - t0, "rss_mb": rss, "hits": hits,
+                  "import_chromadb_s": t1 - t0, "import_magnetic_s": t2 - t1,
+                  "open_store_s": t3 - t2, "first_query_s": t4 - t3}}))
 """
 
 
-def cold_open(kind: str, path: Path, q: np.ndarray) -> dict[str, float]:
-    """Open in a fresh process and answer one query: seconds and resident MiB."""
+def cold_open(kind: str, path: Path, q: np.ndarray, runs: int = 2) -> dict[str, float]:
+    """Open in a fresh process and answer one query: seconds (and their parts), resident MiB.
+
+    The best of ``runs`` fresh processes (the machine is shared: one slow run is noise).
+    """
     script = _OPEN.format(
         root=str(common.ROOT), q=q.tolist(), kind=kind, path=str(path), name=EMBEDDER_NAME
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout
-    got = json.loads(out.strip().splitlines()[-1])
-    assert got["hits"] == 10
-    return {"open_s": round(got["open_s"], 3), "rss_mb": round(got["rss_mb"], 1)}
+    best: dict[str, float] = {}
+    for _ in range(runs):
+        out = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        ).stdout
+        got = json.loads(out.strip().splitlines()[-1])
+        assert got.pop("hits") == 10
+        if not best or got["open_s"] < best["open_s"]:
+            best = got
+    return {k: round(v, 3) for k, v in best.items()}
 
 
 def chroma_ingest(path: Path, ids: list[str], vecs: np.ndarray, texts: list[str]) -> float:
@@ -106,17 +121,34 @@ def magnetic_ingest(path: Path, ids: list[str], vecs: np.ndarray, texts: list[st
     }
 
 
-def assignment_rate(vecs: np.ndarray, threshold: float) -> float:
-    """Cells/s of the in-memory online assignment alone, at the store's default settings."""
+def assignment_rate(vecs: np.ndarray, threshold: float, blas_threads: int = 0) -> dict:
+    """Cells/s of the in-memory online assignment alone, at the store's default settings.
+
+    The compiled loop is loaded by a warm-up call first (its cost, the first call of a
+    process, is reported apart). ``blas_threads`` > 0 caps BLAS's threads for the run
+    (threadpoolctl): the chunk's products are small, and on a busy machine BLAS threads
+    contending for cores cost more than they give.
+    """
+    from threadpoolctl import threadpool_limits
+
     from magnetic_core import MemoryConfig
     from magnetic_core._index.index import HierIndex
 
     config = MemoryConfig()
+    t0 = time.perf_counter()
+    HierIndex(vecs.shape[1], config.max_group_size).assign(["a", "b"], vecs[:2], threshold)
+    first_call = time.perf_counter() - t0
     index = HierIndex(vecs.shape[1], config.max_group_size)
     ids = [str(i) for i in range(vecs.shape[0])]
-    t0 = time.perf_counter()
-    index.assign(ids, np.ascontiguousarray(vecs), threshold, config.chunk_size)
-    return vecs.shape[0] / (time.perf_counter() - t0)
+    with threadpool_limits(blas_threads or None, user_api="blas"):
+        t0 = time.perf_counter()
+        index.assign(ids, np.ascontiguousarray(vecs), threshold, config.chunk_size)
+        seconds = time.perf_counter() - t0
+    return {
+        "cells_per_s": round(vecs.shape[0] / seconds, 1),
+        "groups": len(index.slot_groups),
+        "first_call_s": round(first_call, 3),
+    }
 
 
 def run(n: int, data: str, assign_n: int) -> dict[str, Any]:
@@ -145,15 +177,18 @@ def run(n: int, data: str, assign_n: int) -> dict[str, Any]:
         out["magnetic_open_without_snapshot"] = cold_open("magnetic", mpath, q)
     out["rss_ratio"] = round(out["magnetic_open"]["rss_mb"] / out["chroma_open"]["rss_mb"], 3)
     threshold = out["magnetic"]["join_threshold"]
-    out["assignment_cells_per_s"] = round(assignment_rate(vecs, threshold), 1)
+    out["assignment"] = assignment_rate(vecs, threshold)
+    out["assignment_1_blas_thread"] = assignment_rate(vecs, threshold, blas_threads=1)
     if assign_n:
         big = structured_vectors(assign_n, seed=7)
         out["assignment_n"] = assign_n
-        out["assignment_big_cells_per_s"] = round(assignment_rate(big, threshold), 1)
+        out["assignment_big"] = assignment_rate(big, threshold)
+        out["assignment_big_1_blas_thread"] = assignment_rate(big, threshold, blas_threads=1)
     return out
 
 
 def table(r: dict[str, Any]) -> str:
+    mo = r["magnetic_open"]
     rows = [
         [
             "persisted ingest (cells/s)",
@@ -191,23 +226,30 @@ def table(r: dict[str, Any]) -> str:
             "(before)",
         ],
         [
-            f"in-memory assignment at {r['n']} (cells/s)",
-            r["assignment_cells_per_s"],
+            "  of which: import chromadb / magnetic_core (s)",
+            f"{mo['import_chromadb_s']} / {mo['import_magnetic_s']}",
+            r["chroma_open"]["import_chromadb_s"],
             None,
+            "",
+        ],
+        [
+            "  of which: open the store / first query (s)",
+            f"{mo['open_store_s']} / {mo['first_query_s']}",
+            f"{r['chroma_open']['open_store_s']} / {r['chroma_open']['first_query_s']}",
             None,
-            ">= 50K",
+            "",
         ],
     ]
-    if "assignment_n" in r:
-        rows.append(
-            [
-                f"in-memory assignment at {r['assignment_n']} (synthetic, cells/s)",
-                r["assignment_big_cells_per_s"],
-                None,
-                None,
-                ">= 30K",
-            ]
-        )
+    for key, label, target in [
+        ("assignment", f"in-memory assignment at {r['n']} (cells/s)", ">= 50K"),
+        ("assignment_1_blas_thread", "  the same, BLAS capped at 1 thread", ">= 50K"),
+        ("assignment_big", f"in-memory assignment at {r.get('assignment_n')} (synth.)", ">= 30K"),
+        ("assignment_big_1_blas_thread", "  the same, BLAS capped at 1 thread", ">= 30K"),
+    ]:
+        if key in r:
+            a = r[key]
+            rate = round(a["cells_per_s"])
+            rows.append([f"{label}, {a['groups']} groups", rate, None, None, target])
     head = (
         f"N = {r['n']} ({r['data']} vectors, Reuters texts), batches of {r['batch']}, "
         f"one run; MagneticMemory formed {r['magnetic']['groups']} groups, its close "
@@ -223,13 +265,50 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--data", choices=("real", "synthetic"), default="synthetic")
     ap.add_argument("--assign", type=int, default=0, help="also time assignment at this N")
+    ap.add_argument(
+        "--assign-only",
+        action="store_true",
+        help="only the in-memory assignment of --assign synthetic cells (scale_assign.md)",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
+    if args.assign_only:
+        result = assign_only(args.assign)
+        result["wall_s"] = round(time.perf_counter() - t0, 1)
+        common.write_results(
+            common.RESULTS, "scale_assign", result, assign_table(result), "Assignment at scale"
+        )
+        return
     result = run(args.n, args.data, args.assign)
     result["wall_s"] = round(time.perf_counter() - t0, 1)
     common.write_results(
         common.RESULTS, "scale", result, table(result), "Ingest, cold open and memory beside Chroma"
     )
+
+
+def assign_only(n: int, threshold: float = 0.3824) -> dict[str, Any]:
+    """In-memory assignment of ``n`` structured synthetic cells, default and 1 BLAS thread.
+
+    The threshold defaults to the one calibrated on the Reuters vectors (20K and 100K runs).
+    """
+    big = structured_vectors(n, seed=7)
+    return {
+        "assignment_n": n,
+        "join_threshold": threshold,
+        "assignment_big": assignment_rate(big, threshold),
+        "assignment_big_1_blas_thread": assignment_rate(big, threshold, blas_threads=1),
+    }
+
+
+def assign_table(r: dict[str, Any]) -> str:
+    rows = [
+        [f"{label}, {r[key]['groups']} groups", round(r[key]["cells_per_s"]), ">= 30K"]
+        for key, label in [
+            ("assignment_big", f"in-memory assignment at {r['assignment_n']} (synthetic)"),
+            ("assignment_big_1_blas_thread", "  the same, BLAS capped at 1 thread"),
+        ]
+    ]
+    return common.markdown_table(["measure", "cells/s", "target"], rows)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from magnetic_core._index.clustering import unit_rows
+from magnetic_core._index.vectors import unit_rows
 from magnetic_core.errors import (
     DimensionError,
     EmbeddingError,

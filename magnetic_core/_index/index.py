@@ -11,146 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from magnetic_core._index.clustering import normalize, two_means
+from magnetic_core._index.assign import ChunkRun, Scratch
+from magnetic_core._index.clustering import two_means
+from magnetic_core._index.group import Group
 
 __all__ = ["Group", "HierIndex"]
-
-
-@dataclass(eq=False)
-class Group:
-    """One concept group: its cells' vectors and ids, and its centroid bookkeeping."""
-
-    gid: str
-    dim: int
-    slot: int = -1
-    n: int = 0
-    vecs: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))
-    ids: list[str] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
-    # In an index, a view of the index's row for this group (write it in place).
-    total: np.ndarray = field(default_factory=lambda: np.empty(0))
-    version: int = 0
-
-    def __post_init__(self) -> None:
-        self.vecs = np.empty((8, self.dim), np.float32)
-        self.total = np.zeros(self.dim, np.float64)
-
-    @property
-    def view(self) -> np.ndarray:
-        """The live (n, d) block of member vectors (a view, not a copy)."""
-        return self.vecs[: self.n]
-
-    def grow(self) -> np.ndarray:
-        """Double the block's capacity; returns the new block."""
-        grown = np.empty((self.vecs.shape[0] * 2, self.dim), np.float32)
-        grown[: self.n] = self.vecs[: self.n]
-        self.vecs = grown
-        return grown
-
-    def append(self, cid: str, vec: np.ndarray) -> None:
-        if self.n == self.vecs.shape[0]:
-            self.grow()
-        self.vecs[self.n] = vec
-        self.rows[cid] = self.n
-        self.ids.append(cid)
-        self.n += 1
-        self.total += vec
-        self.version += 1
-
-    def extend(self, cids: Sequence[str], vecs: np.ndarray) -> None:
-        """Append many rows at once (the sum gains their float64 sum, rounded as one block)."""
-        k = len(cids)
-        if not k:
-            return
-        end = self.n + k
-        if end > self.vecs.shape[0]:
-            grown = np.empty((max(self.vecs.shape[0], end) * 2, self.dim), np.float32)
-            grown[: self.n] = self.vecs[: self.n]
-            self.vecs = grown
-        self.vecs[self.n : end] = vecs
-        self.rows.update(zip(cids, range(self.n, end)))
-        self.ids.extend(cids)
-        self.n = end
-        self.total += vecs.sum(axis=0, dtype=np.float64)
-        self.version += k
-
-    def pop(self, cid: str) -> np.ndarray:
-        row = self.rows.pop(cid)
-        vec = self.vecs[row].copy()
-        last = self.n - 1
-        if row != last:
-            moved = self.ids[last]
-            self.vecs[row] = self.vecs[last]
-            self.ids[row] = moved
-            self.rows[moved] = row
-        self.ids.pop()
-        self.n -= 1
-        self.total -= vec
-        if self.n and self.n % 64 == 0:
-            # Re-sum now and then so float drift from many removals cannot accumulate.
-            self.total[:] = self.view.sum(axis=0, dtype=np.float64)
-        self.version += 1
-        return vec
-
-    def centroid(self) -> np.ndarray:
-        return self.centroid_and_norm()[0]
-
-    def centroid_and_norm(self) -> tuple[np.ndarray, float]:
-        """The centroid row and the norm of ``total`` it was divided by."""
-        # Same value as np.linalg.norm (sqrt of the dot product), without its call overhead.
-        norm = math.sqrt(float(self.total.dot(self.total)))
-        if norm < 1e-12:
-            return normalize(self.view.mean(axis=0, keepdims=True))[0], norm
-        return (self.total / norm).astype(np.float32), norm
-
-
-_U = 2.0**-24  # unit roundoff of float32
-
-
-class _ScoreBound:
-    """A bound on the error of the approximate similarity scores of :meth:`HierIndex.assign`.
-
-    With ``u = 2**-24`` and ``gamma_d = d u / (1 - d u)``: a float32 product (BLAS, any
-    summation order) of a row ``x`` with a centroid is off by at most ``gamma_d |x|``, and
-    the centroid's rounding adds ``u |x|``. A column updated incrementally (each row's dot
-    product with the group's sum, ``score * old norm``, plus the joined row's Gram entry,
-    over the new norm, whose square is updated the same way) then has its dot products off
-    by at most ``|x| M (gamma_d + (2 + 5 s) u)``, where ``M`` (the mass) is the sum of the
-    norms that went into the group's sum and ``s`` how many times the float32 column was
-    rewritten (five roundings each); the score is off by that times ``(r + 2 r^2) / M`` with
-    ``r = M / norm``. The exact score it is compared with (:meth:`HierIndex._exact_best`) is
-    within ``u |x|`` of the true one. Returned: twice the sum, plus a tiny absolute term.
-    """
-
-    def __init__(self, dim: int, max_norm: float) -> None:
-        self.gamma = dim * _U / (1.0 - dim * _U)
-        self.scale = 2.0 * max_norm
-
-    def __call__(self, ratio: float, steps: int) -> float:
-        unit = self.gamma + (2.0 + 5.0 * steps) * _U
-        return self.scale * (unit * (ratio + 2.0 * ratio * ratio) + 3.0 * _U) + 1e-9
-
-
-class _Scratch:
-    """Buffers reused across the chunks of one :meth:`HierIndex.assign` call."""
-
-    def __init__(self) -> None:
-        self._f32 = np.empty(0, np.float32)
-        self._gram = np.empty((0, 0), np.float32)
-
-    def sims(self, rows: int, cols: int) -> np.ndarray:
-        if self._f32.size < rows * cols:
-            self._f32 = np.empty(max(rows * cols, 2 * self._f32.size), np.float32)
-        return self._f32[: rows * cols].reshape(rows, cols)
-
-    def gram(self, rows: int) -> np.ndarray:
-        if self._gram.shape[0] < rows:
-            self._gram = np.empty((rows, rows), np.float32)
-        return self._gram[:rows, :rows]
 
 
 class HierIndex:
@@ -229,27 +97,46 @@ class HierIndex:
         if gid.startswith("g") and number.isdigit():
             self._next_gid = max(self._next_gid, int(number) + 1)
 
+    def reserve(self, slots: int) -> None:
+        """Make room for ``slots`` centroid rows (the matrices keep their live rows)."""
+        size = self._centroids.shape[0]
+        if slots <= size:
+            return
+        while size < slots:
+            size *= 2
+        live = len(self.slot_groups)
+        grown = np.empty((size, self.dim), np.float32)
+        grown[:live] = self._centroids[:live]
+        self._centroids = grown
+        totals = np.zeros((size, self.dim), np.float64)
+        totals[:live] = self._totals[:live]
+        self._totals = totals
+        norms = np.zeros(size, np.float64)
+        norms[:live] = self._norms[:live]
+        self._norms = norms
+        for other in self.slot_groups:
+            other.total = totals[other.slot]
+
     def _add_group(self, gid: str | None = None) -> Group:
+        self.reserve(len(self.slot_groups) + 1)
+        group = self._adopt_slot(gid)
+        group.total[:] = 0.0
+        return group
+
+    def _adopt_slot(self, gid: str | None = None) -> Group:
+        """A group for the next slot, its sum the row already there."""
         group = Group(gid or self.new_gid(), self.dim)
         group.slot = len(self.slot_groups)
-        if group.slot == self._centroids.shape[0]:
-            grown = np.empty((self._centroids.shape[0] * 2, self.dim), np.float32)
-            grown[: group.slot] = self._centroids[: group.slot]
-            self._centroids = grown
-            totals = np.zeros((grown.shape[0], self.dim), np.float64)
-            totals[: group.slot] = self._totals[: group.slot]
-            self._totals = totals
-            norms = np.zeros(grown.shape[0], np.float64)
-            norms[: group.slot] = self._norms[: group.slot]
-            self._norms = norms
-            for other in self.slot_groups:
-                other.total = totals[other.slot]
         group.total = self._totals[group.slot]
-        group.total[:] = 0.0
         self.slot_groups.append(group)
         self.groups[group.gid] = group
         self.centroid_epoch += 1
         return group
+
+    def adopt_slots(self, live: int) -> None:
+        """Groups for slots up to ``live`` that the compiled loop founded (sums written)."""
+        while len(self.slot_groups) < live:
+            self._adopt_slot()
 
     def _drop_group(self, group: Group) -> tuple[int, int] | None:
         """Remove an empty group; returns (from_slot, to_slot) when a row was moved."""
@@ -378,134 +265,18 @@ class HierIndex:
         taken with a proven bound ``eps`` on their error (:class:`_ScoreBound`): a join or
         a new group follows from them only when no score within ``eps`` could change it;
         otherwise (a best score near the threshold, or a near tie) the candidate groups are
-        scored exactly (:meth:`_exact_best`), which a one-cell chunk does the same way.
+        scored exactly (:meth:`_exact_best`), which a one-cell chunk does the same way. The
+        loop over a chunk's rows is compiled (:mod:`magnetic_core._index.assign`).
         """
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         threshold = float(threshold)
-        scratch = _Scratch()
+        scratch = Scratch()
         start = 0
         while start < len(ids):
-            start += self._assign_chunk(
-                ids[start : start + chunk], x[start : start + chunk], threshold, scratch
+            run = ChunkRun(
+                self, ids[start : start + chunk], x[start : start + chunk], threshold, scratch
             )
-
-    def _assign_chunk(
-        self, ids: Sequence[str], x: np.ndarray, threshold: float, scratch: _Scratch
-    ) -> int:
-        """Assign rows in order; returns how many (fewer than all after a rebalance)."""
-        b = len(ids)
-        groups = self.slot_groups
-        g0 = len(groups)
-        sims = scratch.sims(b, g0 + 2 * b + 1)
-        if g0:
-            np.matmul(x, self.centroids.T, out=sims[:, :g0])
-        # Only gram[i, i + 1:] is read: compute the upper triangle, by row blocks.
-        gram = scratch.gram(b)
-        for k in range(0, b, 64):
-            np.matmul(x[k : k + 64], x[k:].T, out=gram[k : k + 64, k:])
-        x64 = x.astype(np.float64)
-        sq = np.einsum("ij,ij->i", x, x, dtype=np.float64)
-        sq_l: list[float] = sq.tolist()
-        norm_l: list[float] = np.sqrt(sq).tolist()
-        bound = _ScoreBound(self.dim, max(norm_l))
-        worst, steps = 1.0, 0
-        eps = bound(worst, steps)
-        # A group joined in this chunk: [squared norm of its sum, mass, rewrites of its
-        # column]; its column times the norm is each row's dot product with the sum. For
-        # other groups, the norm is that of their last refresh (self._norms).
-        changed: dict[Group, list[float]] = {}
-        loc, seqs, seq = self.loc, self.seq, self._next_seq
-        cap, next_rebalance, ninf = self.max_group_size, self._next_rebalance, -np.inf
-
-        def exact(group: Group, start: int) -> None:
-            """Recompute a column from the group's (refreshed) centroid row."""
-            if start < b:
-                sims[start:, group.slot] = x[start:] @ self._centroids[group.slot]
-            changed.pop(group, None)
-
-        for i in range(b):
-            cid = ids[i]
-            if cid in loc:
-                old = loc[cid]
-                moved = self.remove(cid)
-                if moved is not None:
-                    sims[i:, moved[1]] = sims[i:, moved[0]]
-                elif self.groups.get(old.gid) is old:
-                    exact(old, i)
-            g = len(groups)
-            group: Group | None = None
-            if g:
-                row = sims[i, :g]
-                best = int(row.argmax())
-                top = float(row[best])
-                if top >= threshold + eps:
-                    # Join the best group if no other score is within 2 eps of it.
-                    row[best] = ninf
-                    second = float(row[int(row.argmax())])
-                    row[best] = top
-                    if second < top - 2.0 * eps:
-                        group = groups[best]
-                    else:
-                        group = self._exact_best(x[i], row, top - 2.0 * eps, threshold)
-                elif top >= threshold - eps:
-                    group = self._exact_best(x[i], row, top - 2.0 * eps, threshold)
-            if group is None:
-                group = self._add_group()
-            state = changed.get(group)
-            if state is None:
-                before = float(self._norms[group.slot]) if group.n else 0.0
-                state = changed[group] = [before * before, before, 0.0]
-            else:
-                before = math.sqrt(state[0])
-            dot = float(sims[i, group.slot]) * before if before > 0.0 else 0.0
-            # group.append(cid, x[i]), inlined (the float64 row adds the same as float32)
-            vecs, n = group.vecs, group.n
-            if n == vecs.shape[0]:
-                vecs = group.grow()
-            vecs[n] = x[i]
-            group.rows[cid] = n
-            group.ids.append(cid)
-            group.n = n + 1
-            group.total += x64[i]
-            group.version += 1
-            loc[cid] = group
-            seqs[cid] = seq
-            seq += 1
-            n2 = state[0] + 2.0 * dot + sq_l[i]
-            m = state[1] + norm_l[i]
-            state[0], state[1] = n2, m
-            if n >= cap:
-                new = self.split(group)
-                exact(group, i + 1)
-                exact(new, i + 1)
-            elif i + 1 < b:
-                if n2 > 0.0 and m * m <= 9.0 * n2:
-                    norm = math.sqrt(n2)
-                    column = sims[i + 1 :, group.slot]
-                    if before > 0.0:
-                        column *= before
-                        column += gram[i, i + 1 :]
-                    else:
-                        column[:] = gram[i, i + 1 :]
-                    column *= 1.0 / norm
-                    state[2] += 1.0
-                    if m > worst * norm or state[2] > steps:
-                        worst, steps = max(worst, m / norm), max(steps, int(state[2]))
-                        eps = bound(worst, steps)
-                else:
-                    # The sum is small next to what went into it: start afresh, exactly.
-                    self._refresh(group)
-                    exact(group, i + 1)
-            if len(loc) == next_rebalance:
-                # Every centroid may move: the rest of the chunk starts afresh.
-                self._next_seq = seq
-                self._refresh_many(changed)
-                self._next_rebalance *= 2
-                self.rebalance()
-                return i + 1
-        self._next_seq = seq
-        self._refresh_many(changed)
-        return b
+            start += run.run()
 
     def _exact_best(
         self, vec: np.ndarray, row: np.ndarray, floor: float, threshold: float
@@ -590,6 +361,3 @@ class HierIndex:
         """Ids whose group changed since the last call (to persist), then forget them."""
         moved, self.moved = self.moved, set()
         return moved
-
-    def members(self, gids: Iterable[str]) -> list[str]:
-        return [cid for gid in gids for cid in self.groups[gid].ids]

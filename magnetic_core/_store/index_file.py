@@ -270,7 +270,7 @@ def _blob(name: str, strings: list[str]) -> dict[str, np.ndarray]:
 def _strings(arrays: Mapping[str, np.ndarray], name: str) -> list[str]:
     text = bytes(arrays[f"{name}_blob"]).decode("utf-8")
     ends = arrays[f"{name}_ends"].tolist()
-    starts = [0, *ends[:-1]]
+    starts = [0, *ends[:-1]] if ends else []  # an empty list has no first start
     return [text[a:b] for a, b in zip(starts, ends, strict=True)]
 
 
@@ -357,7 +357,8 @@ def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
         )
         for entity in ents:
             entity_cells[entity].add(cid)
-        catalog.threads.add(cid, records[cid].metadata, created[i])
+        if metas[i]:  # a cell without metadata belongs to no conversation thread
+            catalog.threads.add(cid, records[cid].metadata, created[i])
     if len(lexical) != len(catalog.records):
         raise ValueError("the snapshot's BM25 postings and cells disagree")
     return catalog

@@ -61,9 +61,7 @@ class Journal:
         """Save the stored rows a write will overwrite, then mark the write as begun."""
         if ids:
             metas = [{**row, KIND: "u"} for row in rows]
-            self.store.log_write(
-                [f"u:{c}" for c in ids], vectors, metas, list(texts), dim=self.dim
-            )
+            self.store.log_write([f"u:{c}" for c in ids], vectors, metas, list(texts), dim=self.dim)
         self._mark(txn, "write")
 
     def begin_delete(self, txn: str, ids: Sequence[str]) -> None:

@@ -9,11 +9,14 @@ be read, every call refuses until it answers again).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from magnetic_core._search.scorer import Scorer
 from magnetic_core._sleep.sleeper import finish_recovery, recover
@@ -106,11 +109,13 @@ class StoreLifecycle:
         state = load_state(
             self._store, self.embedder.dim, self.config, replay=replay, clock=self._clock
         )
-        self._state = state
-        self._index, self._catalog = state.index, state.catalog
         # The approximate scorer of this index: restored from the snapshot when it holds one,
         # else built by the first search of a large store.
-        self._scorer = _scorer_of(state, self.config)
+        self._scorer, restored = _scorer_of(state, self.config)
+        if restored:  # the scorer copied what it needs: the loaded arrays can go
+            state = dataclasses.replace(state, extra={})
+        self._state = state
+        self._index, self._catalog = state.index, state.catalog
         self._calibration, self._writeback = state.calibration, state.writeback
         self._superseded = {
             c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
@@ -201,7 +206,7 @@ class StoreLifecycle:
                     self._clock.retire(self.embedder.dim)
                 if writeback is not None and self._stale is None:
                     # a fast next open, with the scorer's built state beside the index
-                    save_snapshot(self._state, self._clock, self._scorer.export_arrays())
+                    save_snapshot(self._state, self._clock, self._scorer_arrays)
             except PersistenceError as e:
                 logger.warning("the group cache was not updated (repaired on next open): %s", e)
         if self._owns_client and hasattr(self._client, "close"):
@@ -209,6 +214,15 @@ class StoreLifecycle:
                 self._client.close()
             except Exception as e:  # noqa: BLE001 - closing must not mask the real error
                 logger.debug("closing the Chroma client failed: %s", e)
+
+    def _scorer_arrays(self) -> dict[str, np.ndarray]:
+        """The search scorer's state for the snapshot, built first if no search built it.
+
+        A bulk load followed by close never searched; building here (once, at close) saves
+        every later process the build on its first query.
+        """
+        self._scorer.sync(self._index)
+        return self._scorer.export_arrays()
 
     def __enter__(self: _Self) -> _Self:
         return self
@@ -234,16 +248,19 @@ class StoreLifecycle:
                     ) from e
 
 
-def _scorer_of(state: MemoryState, config: MemoryConfig) -> Scorer:
-    """The scorer saved with the snapshot, when it matches the config; else a new one."""
+def _scorer_of(state: MemoryState, config: MemoryConfig) -> tuple[Scorer, bool]:
+    """The scorer saved with the snapshot, when it matches the config; else a new one.
+
+    Returns it and whether it was restored from the snapshot.
+    """
     fresh = Scorer(config.sketch_rank, config.list_size)
     if not state.extra:
-        return fresh
+        return fresh, False
     try:
         restored = Scorer.from_arrays(state.extra, state.index)
     except Exception as e:  # noqa: BLE001 - a cache: any defect means "build it again"
         logger.warning("the saved search scorer was not usable (rebuilt on demand): %r", e)
-        return fresh
+        return fresh, False
     if (restored.rank, restored.list_size) != (fresh.rank, fresh.list_size):
-        return fresh  # the store was reopened with other scorer settings
-    return restored
+        return fresh, False  # the store was reopened with other scorer settings
+    return restored, True

@@ -60,9 +60,7 @@ WRITER_KEY = "_mag_w"
 TXN_KEY = "_mag_t"
 # Marks a journal row in the groups collection (see magnetic_core._store.journal).
 JOURNAL_KEY = "_mag_j"
-_HINT = (
-    "check the Chroma path or server; the memory reloads what is stored once Chroma answers"
-)
+_HINT = "check the Chroma path or server; the memory reloads what is stored once Chroma answers"
 # Settings that describe how the store was built; clear() keeps them.
 _STAMP_KEYS = ("mag_embedder", "mag_dim", "mag_schema", "mag_join_threshold")
 
@@ -200,6 +198,7 @@ class ChromaStore:
         *,
         counter: tuple[str, int] | None = None,
         txn: str | None = None,
+        fresh: bool = False,
     ) -> None:
         """Upsert full cell rows (``metadatas`` are already encoded Chroma dicts).
 
@@ -208,6 +207,13 @@ class ChromaStore:
                 same Chroma call as the last batch, so it moves exactly when the cells land.
             txn: tag every row with this transaction (a write spanning several batches,
                 rolled back on open unless its journal entry was finished).
+            fresh: the caller holds none of the ids (all new cells): they are checked
+                against the collection and, when none is stored, written with ``add``,
+                about a quarter cheaper in Chroma than ``upsert`` (which looks every id up
+                while it writes); the counter then follows in its own call, once the cells
+                have landed whole. Any id found stored makes it a plain upsert, and so
+                does a write under ``_ADD_FROM`` rows or over one batch (two more calls
+                would cost a small write more than they save).
         """
         self._touch()
         metas = [dict(m) for m in metadatas]
@@ -216,6 +222,14 @@ class ChromaStore:
                 m[TXN_KEY] = txn
         ids, texts = list(ids), list(texts)
         vectors = np.asarray(vectors, np.float32)
+        if fresh and _ADD_FROM <= len(ids) <= self.batch and not self._any_stored(ids):
+            # One call: the cells land whole or not at all, as with one upsert.
+            self._call("write cells", self.cells.add, ids=ids, embeddings=vectors,
+                       documents=texts, metadatas=metas)  # fmt: skip
+            ids, texts, metas = [], [], []
+            vectors = vectors[:0]
+            if counter is None:
+                return
         if counter is not None:
             ids.append(counter[0])
             vectors = np.vstack([vectors, _filler(vectors.shape[1])])
@@ -231,6 +245,11 @@ class ChromaStore:
                 documents=texts[start:end],
                 metadatas=metas[start:end],
             )
+
+    def _any_stored(self, ids: Sequence[str]) -> bool:
+        """Whether any of the ids has a row (a cheap read: ids only)."""
+        got = self._call("read cell ids", self.cells.get, ids=list(ids), include=[])
+        return bool(got["ids"])
 
     def write_counter(self, row_id: str, value: int, dim: int) -> None:
         """Upsert one writer's change counter alone (after a delete or a regrouping)."""
@@ -270,9 +289,7 @@ class ChromaStore:
         """Delete cell rows by id (missing ids are ignored), batch by batch."""
         self._touch()
         for start in range(0, len(ids), self.batch):
-            self._call(
-                "delete cells", self.cells.delete, ids=list(ids[start : start + self.batch])
-            )
+            self._call("delete cells", self.cells.delete, ids=list(ids[start : start + self.batch]))
 
     # -- groups ----------------------------------------------------------------------
     def write_groups(
@@ -377,6 +394,9 @@ class ChromaStore:
         )
 
 
+# Fewest new rows for which add + a separate counter call beats one upsert (each Chroma
+# write call costs about as much as 60 rows of the difference between the two).
+_ADD_FROM = 256
 _READ_CALLS = frozenset({"get", "count", "query", "peek"})
 _READ_RETRIES = (0.05, 0.2, 0.5)
 _TRANSIENT = "Nothing found on disk"

@@ -45,9 +45,7 @@ def rebuild(client: Any, old: Any, configuration: Mapping[str, Any], batch: int)
     )
     offset = 0
     while True:
-        got = old.get(
-            include=["embeddings", "documents", "metadatas"], limit=batch, offset=offset
-        )
+        got = old.get(include=["embeddings", "documents", "metadatas"], limit=batch, offset=offset)
         if not got["ids"]:
             break
         docs = got["documents"] or []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,14 +84,16 @@ def load_state(
 
 
 def save_snapshot(
-    state: MemoryState, clock: WriterClock, extra: Mapping[str, np.ndarray] | None = None
+    state: MemoryState,
+    clock: WriterClock,
+    extra: Callable[[], Mapping[str, np.ndarray]] | None = None,
 ) -> None:
     """Write the state's snapshot at close, when it may describe the cells collection.
 
     Nothing is written when the file is current (no write since it was read) or another
     writer changed the cells since this memory last looked (its state would miss that).
-    ``extra`` arrays (the search scorer's built state) are kept with it and come back as
-    ``MemoryState.extra`` on the next open from the snapshot.
+    ``extra`` gives more arrays (the search scorer's built state), asked for only when the
+    file is written; they come back as ``MemoryState.extra`` on the next open from it.
     """
     snapshot = state.snapshot
     if snapshot.path is None or snapshot.current:
@@ -103,7 +105,7 @@ def save_snapshot(
         logger.warning("no index snapshot at close: the index and the catalog disagree")
         return
     try:
-        snapshot.save(state.index, state.catalog, extra)
+        snapshot.save(state.index, state.catalog, extra() if extra is not None else None)
     except Exception as e:  # noqa: BLE001 - a cache must never make close() fail
         logger.warning("the index snapshot was not written (the next open reads Chroma): %s", e)
 

@@ -63,6 +63,7 @@ class WriteBack:
         *,
         counter: tuple[str, int] | None = None,
         txn: str | None = None,
+        fresh: bool = False,
     ) -> None:
         """Write the new group of every cell that moved, then the given cells whole.
 
@@ -71,7 +72,8 @@ class WriteBack:
         written first, so that the call writing the cells themselves (with this writer's
         change ``counter``) is the last: a write within one batch lands whole or not at
         all, and the groups read back from the cells are consistent either way. ``txn``
-        tags the cells of a write spanning several batches (see :mod:`journal`).
+        tags the cells of a write spanning several batches (see :mod:`journal`); ``fresh``
+        says none of ``ids`` was stored before (see :meth:`ChromaStore.write_cells`).
         A failure to update the group cache afterwards is logged, not raised: the cells
         are stored, and the cache is repaired on the next open.
         """
@@ -84,7 +86,9 @@ class WriteBack:
         if wanted:
             order = sorted(wanted, key=self.index.seq.__getitem__)
             vectors, texts, rows = self.rows_of(order)
-            self.store.write_cells(order, vectors, texts, rows, counter=counter, txn=txn)
+            self.store.write_cells(
+                order, vectors, texts, rows, counter=counter, txn=txn, fresh=fresh
+            )
             self._pending_cells += len(order)
         elif counter is not None:
             self.store.write_counter(*counter, dim=self.index.dim)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core._index.clustering import normalize
+from magnetic_core._index.vectors import normalize
 from magnetic_core._sleep.supersession import (
     link_cells,
     links_kept_by_upsert,
@@ -99,6 +99,7 @@ class WritePath(StoreLifecycle):
         now = write_time()
         records = self._catalog.records
         created = [records[c].created_at if c in records else now for c in ids]
+        fresh = not any(c in records for c in ids)
         links, partners = [], set()
         for cid, text in zip(ids, texts, strict=True):
             kept, changed = links_kept_by_upsert(records, cid, text)
@@ -115,7 +116,12 @@ class WritePath(StoreLifecycle):
             self._catalog.put(
                 cid, CellRecord(texts[i], metas[i], entities[i], created[i], now, links[i])
             )
-        self._writeback.cells([*ids, *sorted(partners)], counter=self._clock.tick(), txn=txn)
+        self._writeback.cells(
+            [*ids, *sorted(partners)],
+            counter=self._clock.tick(),
+            txn=txn,
+            fresh=fresh and not partners,
+        )
         if txn is not None:
             self._journal.finish()
         self._calibration.commit(self._store.save_settings)

@@ -169,6 +169,7 @@ def test_the_search_scorer_comes_back_with_the_snapshot(tmp_path, monkeypatch):
 
     n = scorer_module.MIN_CELLS + 200
     texts = [f"record {i} on {WORDS[i % len(WORDS)]} number {i % 97}" for i in range(n)]
+
     def big():
         return MagneticMemory(path=tmp_path, embedder=HashingEmbedder(384))
 
@@ -177,9 +178,37 @@ def test_the_search_scorer_comes_back_with_the_snapshot(tmp_path, monkeypatch):
         first = [(h.id, round(h.score, 5)) for h in mem.search("record on rain", k=10)]
         assert mem._scorer.export_arrays()  # built by that search
     rebuilt = []
-    monkeypatch.setattr(
-        scorer_module.Scorer, "_rebuild", lambda self, index: rebuilt.append(index)
-    )
+    monkeypatch.setattr(scorer_module.Scorer, "_rebuild", lambda self, index: rebuilt.append(index))
     with big() as mem:
         again = [(h.id, round(h.score, 5)) for h in mem.search("record on rain", k=10)]
     assert again == first and not rebuilt
+
+
+def test_a_bulk_load_never_searched_still_saves_the_scorer(tmp_path, monkeypatch):
+    # The scorer is built at close when no search built it, so the first query of the
+    # next process does not pay for building it.
+    from magnetic_core._search import scorer as scorer_module
+
+    n = scorer_module.MIN_CELLS + 200
+    texts = [f"entry {i} on {WORDS[i % len(WORDS)]} number {i % 89}" for i in range(n)]
+    with MagneticMemory(path=tmp_path, embedder=HashingEmbedder(384)) as mem:
+        mem.add(texts, ids=[f"e{i}" for i in range(n)])
+        assert not mem._scorer.export_arrays()  # nothing searched yet
+    rebuilt = []
+    monkeypatch.setattr(scorer_module.Scorer, "_rebuild", lambda self, index: rebuilt.append(index))
+    _no_cell_reads(monkeypatch)
+    with MagneticMemory(path=tmp_path, embedder=HashingEmbedder(384)) as mem:
+        hits = mem.search("entry on snow", k=5)
+    assert len(hits) == 5 and not rebuilt
+
+
+def test_a_store_whose_cells_name_no_entity_reopens_from_the_snapshot(
+    tmp_path, monkeypatch, caplog
+):
+    with _open(tmp_path) as mem:
+        mem.add(["the cat sleeps", "stocks fell"], ids=["a", "b"])
+        assert all(not c.entities for c in mem.get())
+    _no_cell_reads(monkeypatch)
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as mem:
+        assert sorted(c.text for c in mem.get()) == ["stocks fell", "the cat sleeps"]
+    assert "unreadable" not in caplog.text

@@ -98,3 +98,27 @@ def test_a_transient_chroma_read_failure_is_retried_and_a_write_is_not(tmp_path)
     with pytest.raises(PersistenceError, match="Nothing found on disk"):
         store._call("write rows", upsert)
     assert calls.count("upsert") == 1
+
+
+def test_a_large_batch_of_new_ids_lands_whole_even_over_a_row_the_memory_skipped(tmp_path, hashing):
+    # Large batches of new ids are written with Chroma's add, which ignores ids already
+    # stored; a row the memory does not hold (here a corrupt one it skipped on open) must
+    # still be replaced by the new cell, and another writer must see the write.
+    texts = [f"note number {i} about topic {i % 7}" for i in range(300)]
+    ids = [f"n{i}" for i in range(300)]
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        mem.add(["seed"], ids=["seed"])
+    raw = chromadb.PersistentClient(path=str(tmp_path))
+    cells = next(c for c in raw.list_collections() if c.name.endswith("-cells"))
+    cells.add(ids=["n5"], embeddings=[[1.0] + [0.0] * (hashing.dim - 1)],
+              documents=["old"], metadatas=[{ROW_KEY: "not json"}])  # fmt: skip
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        other = MagneticMemory(path=str(tmp_path), embedder=hashing)
+        assert "n5" not in {c.id for c in mem.get()}
+        mem.add(texts, ids=ids)
+        assert other.refresh()
+        assert len(other) == 301
+        other.close()
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        got = {c.id: c.text for c in mem.get()}
+    assert len(got) == 301 and got["n5"] == texts[5]

@@ -1,0 +1,204 @@
+"""Batch online assignment: one chunk of rows filed under the centroids, in order.
+
+:class:`ChunkRun` prepares a chunk's scores (one (B, G) product with the centroids, the
+chunk's Gram matrix) and drives the compiled loop (:func:`kernels.assign_rows`); it handles
+the events the loop hands back with the index's own methods (exact scores, moves of stored
+ids, splits, refreshes, rebalancing) and files the rows the loop placed into their groups'
+blocks, one block copy per group.
+
+The loop's scores are rounded differently from a direct product, so every decision is
+taken with a proven bound ``eps`` on their error: with ``u = 2**-24`` and
+``gamma_d = d u / (1 - d u)``, a float32 product (BLAS, any summation order) of a row
+``x`` with a centroid is off by at most ``gamma_d |x|``, and the centroid's rounding adds
+``u |x|``. A column updated incrementally (each row's dot product with the group's sum,
+``score * old norm``, plus the joined row's Gram entry, over the new norm, whose square is
+updated the same way) then has its dot products off by at most
+``|x| M (gamma_d + (2 + 5 s) u)``, where ``M`` (the mass) is the sum of the norms that went
+into the group's sum and ``s`` how many times the float32 column was rewritten (five
+roundings each); the score is off by that times ``(r + 2 r^2) / M`` with ``r = M / norm``.
+The exact score it is compared with (:meth:`HierIndex._exact_best`) is within ``u |x|`` of
+the true one. The bound is twice the sum, plus a tiny absolute term
+(:func:`kernels.score_bound`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from magnetic_core._index import kernels
+
+if TYPE_CHECKING:
+    from magnetic_core._index.group import Group
+    from magnetic_core._index.index import HierIndex
+
+__all__ = ["ChunkRun", "Scratch"]
+
+_U = 2.0**-24  # unit roundoff of float32
+
+
+class Scratch:
+    """Buffers reused across the chunks of one :meth:`HierIndex.assign` call."""
+
+    def __init__(self) -> None:
+        self._f32 = np.empty(0, np.float32)
+        self._gram = np.empty(0, np.float32)
+
+    def sims(self, rows: int, cols: int) -> np.ndarray:
+        """A (rows, cols) float32 buffer, C-contiguous."""
+        if self._f32.size < rows * cols:
+            self._f32 = np.empty(max(rows * cols, 2 * self._f32.size), np.float32)
+        return self._f32[: rows * cols].reshape(rows, cols)
+
+    def gram(self, rows: int) -> np.ndarray:
+        """A (rows, rows) float32 buffer, C-contiguous."""
+        if self._gram.size < rows * rows:
+            self._gram = np.empty(rows * rows, np.float32)
+        return self._gram[: rows * rows].reshape(rows, rows)
+
+
+class ChunkRun:
+    """The assignment of one chunk of rows (ids new or stored), equal to one at a time."""
+
+    def __init__(
+        self,
+        index: HierIndex,
+        ids: Sequence[str],
+        x: np.ndarray,
+        threshold: float,
+        scratch: Scratch,
+    ) -> None:
+        self.index, self.ids, self.x, self.threshold = index, ids, x, threshold
+        b, g0 = len(ids), len(index.slot_groups)
+        # Each row founds at most one group and each split adds one: width bounds the slots.
+        width = g0 + 2 * b + 1
+        index.reserve(width)
+        self.sims = scratch.sims(b, width)
+        if g0:
+            np.matmul(x, index.centroids.T, out=self.sims[:, :g0])
+        self.gram = scratch.gram(b)
+        np.matmul(x, x.T, out=self.gram)
+        self.sq = np.einsum("ij,ij->i", x, x, dtype=np.float64)
+        self.norms_l = np.sqrt(self.sq)
+        self.stored = self._stored_flags()
+        self.sizes = np.zeros(width, np.int64)
+        self.sizes[:g0] = [g.n for g in index.slot_groups]
+        self.changed = np.zeros(width, np.bool_)
+        self.ch_state = np.zeros((width, 3), np.float64)
+        self.out_slot = np.full(b, -1, np.int64)
+        dim = x.shape[1]
+        gamma = dim * _U / (1.0 - dim * _U)
+        scale = 2.0 * float(self.norms_l.max()) if b else 0.0
+        eps = kernels.score_bound(gamma, scale, 1.0, 0.0)
+        self.scalars = np.array([1.0, 0.0, eps, gamma, scale], np.float64)
+        self.seq = index._next_seq
+
+    def _stored_flags(self) -> np.ndarray:
+        """Rows whose id is stored at the start, or comes again later in the chunk."""
+        loc, seen = self.index.loc, set()
+        flags = np.zeros(len(self.ids), np.bool_)
+        for i, cid in enumerate(self.ids):
+            if cid in loc or cid in seen:
+                flags[i] = True
+            seen.add(cid)
+        return flags
+
+    def run(self) -> int:
+        """Assign the rows in order; returns how many (fewer than all after a rebalance)."""
+        index, b = self.index, len(self.ids)
+        start, forced = 0, -2
+        while True:
+            g = len(index.slot_groups)
+            stop, why, g_after = kernels.assign_rows(
+                self.sims, self.gram, self.x, self.sq, self.norms_l, self.stored,
+                index._totals, index._norms, self.sizes, self.changed, self.ch_state,
+                self.scalars, self.out_slot, start, g, forced, index.max_group_size,
+                len(index.loc), index._next_rebalance, self.threshold,
+            )  # fmt: skip
+            self._file(start, stop, g_after)
+            start, forced = stop, -2
+            if why == kernels.DONE:
+                break
+            if why == kernels.EXACT:
+                forced = self._exact(stop)
+                continue
+            if why == kernels.STORED:
+                self._move(stop)
+                continue
+            group = index.slot_groups[int(self.out_slot[stop - 1])]
+            if why == kernels.SPLIT:
+                new = index.split(group)
+                for grp in (group, new):
+                    self.sizes[grp.slot] = grp.n
+                    self._exact_column(grp, stop)
+            elif why == kernels.REFRESH:
+                index._refresh(group)
+                self._exact_column(group, stop)
+            if len(index.loc) == index._next_rebalance:
+                # Every centroid may move: the rest of the chunk starts afresh.
+                self._finish()
+                index._next_rebalance *= 2
+                index.rebalance()
+                return stop
+        self._finish()
+        return b
+
+    def _finish(self) -> None:
+        index = self.index
+        index._next_seq = self.seq
+        g = len(index.slot_groups)
+        index._refresh_many([index.slot_groups[s] for s in np.flatnonzero(self.changed[:g])])
+
+    def _file(self, start: int, stop: int, g_after: int) -> None:
+        """Put rows ``start:stop`` (placed by the loop) into their groups' blocks."""
+        index = self.index
+        index.adopt_slots(g_after)
+        if stop <= start:
+            return
+        slots = self.out_slot[start:stop]
+        order = np.argsort(slots, kind="stable")
+        cuts = np.flatnonzero(np.diff(slots[order])) + 1
+        ids, loc = self.ids, index.loc
+        for run in np.split(order + start, cuts):
+            group = index.slot_groups[int(self.out_slot[run[0]])]
+            cids = [ids[r] for r in run.tolist()]
+            group.put(cids, self.x[run])
+            loc.update(dict.fromkeys(cids, group))
+        k = stop - start
+        index.seq.update(zip(ids[start:stop], range(self.seq, self.seq + k)))
+        self.seq += k
+
+    def _exact(self, i: int) -> int:
+        """The decision for row ``i`` from exact scores: a slot, or -1 for a new group."""
+        g = len(self.index.slot_groups)
+        row = self.sims[i, :g]
+        floor = float(row.max()) - 2.0 * float(self.scalars[2])
+        group = self.index._exact_best(self.x[i], row, floor, self.threshold)
+        return -1 if group is None else group.slot
+
+    def _move(self, i: int) -> None:
+        """Take row ``i``'s stored id out of its group, so the row files it afresh."""
+        index = self.index
+        old = index.loc[self.ids[i]]
+        moved = index.remove(self.ids[i])
+        self.stored[i] = False
+        if moved is not None:
+            last, slot = moved
+            self.sims[i:, slot] = self.sims[i:, last]
+            self.sizes[slot] = self.sizes[last]
+            self.changed[slot] = self.changed[last]
+            self.ch_state[slot] = self.ch_state[last]
+            self.changed[last] = False
+        elif index.groups.get(old.gid) is old:
+            self.sizes[old.slot] = old.n
+            self._exact_column(old, i)
+        else:
+            self.changed[len(index.slot_groups)] = False
+
+    def _exact_column(self, group: Group, start: int) -> None:
+        """Recompute a column from the group's (refreshed) centroid row."""
+        if start < len(self.ids):
+            self.sims[start:, group.slot] = self.x[start:] @ self.index._centroids[group.slot]
+        self.changed[group.slot] = False

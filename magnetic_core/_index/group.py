@@ -1,0 +1,113 @@
+"""One concept group: its cells' unit vectors as a growable float32 block, and its sum.
+
+The block is an IVF-style list; the float64 sum of the members makes the centroid an exact
+running mean. In an index, ``total`` is a view of the index's row for the group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from magnetic_core._index.vectors import normalize
+
+__all__ = ["Group"]
+
+
+@dataclass(eq=False)
+class Group:
+    """One concept group: its cells' vectors and ids, and its centroid bookkeeping."""
+
+    gid: str
+    dim: int
+    slot: int = -1
+    n: int = 0
+    vecs: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))
+    ids: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    # In an index, a view of the index's row for this group (write it in place).
+    total: np.ndarray = field(default_factory=lambda: np.empty(0))
+    version: int = 0
+
+    def __post_init__(self) -> None:
+        self.vecs = np.empty((8, self.dim), np.float32)
+        self.total = np.zeros(self.dim, np.float64)
+
+    @property
+    def view(self) -> np.ndarray:
+        """The live (n, d) block of member vectors (a view, not a copy)."""
+        return self.vecs[: self.n]
+
+    def grow(self) -> np.ndarray:
+        """Double the block's capacity; returns the new block."""
+        grown = np.empty((self.vecs.shape[0] * 2, self.dim), np.float32)
+        grown[: self.n] = self.vecs[: self.n]
+        self.vecs = grown
+        return grown
+
+    def append(self, cid: str, vec: np.ndarray) -> None:
+        """Append one row (its sum updated)."""
+        if self.n == self.vecs.shape[0]:
+            self.grow()
+        self.vecs[self.n] = vec
+        self.rows[cid] = self.n
+        self.ids.append(cid)
+        self.n += 1
+        self.total += vec
+        self.version += 1
+
+    def extend(self, cids: Sequence[str], vecs: np.ndarray) -> None:
+        """Append many rows at once (the sum gains their float64 sum, rounded as one block)."""
+        if len(cids):
+            self.put(cids, vecs)
+            self.total += vecs.sum(axis=0, dtype=np.float64)
+
+    def put(self, cids: Sequence[str], vecs: np.ndarray) -> None:
+        """Append many rows, leaving the sum alone (the caller has added them to it)."""
+        k = len(cids)
+        if not k:
+            return
+        end = self.n + k
+        if end > self.vecs.shape[0]:
+            grown = np.empty((max(self.vecs.shape[0], end) * 2, self.dim), np.float32)
+            grown[: self.n] = self.vecs[: self.n]
+            self.vecs = grown
+        self.vecs[self.n : end] = vecs
+        self.rows.update(zip(cids, range(self.n, end)))
+        self.ids.extend(cids)
+        self.n = end
+        self.version += k
+
+    def pop(self, cid: str) -> np.ndarray:
+        """Remove a row (the last row takes its place); returns its vector."""
+        row = self.rows.pop(cid)
+        vec = self.vecs[row].copy()
+        last = self.n - 1
+        if row != last:
+            moved = self.ids[last]
+            self.vecs[row] = self.vecs[last]
+            self.ids[row] = moved
+            self.rows[moved] = row
+        self.ids.pop()
+        self.n -= 1
+        self.total -= vec
+        if self.n and self.n % 64 == 0:
+            # Re-sum now and then so float drift from many removals cannot accumulate.
+            self.total[:] = self.view.sum(axis=0, dtype=np.float64)
+        self.version += 1
+        return vec
+
+    def centroid(self) -> np.ndarray:
+        """The unit mean of the members (float32)."""
+        return self.centroid_and_norm()[0]
+
+    def centroid_and_norm(self) -> tuple[np.ndarray, float]:
+        """The centroid row and the norm of ``total`` it was divided by."""
+        # Same value as np.linalg.norm (sqrt of the dot product), without its call overhead.
+        norm = math.sqrt(float(self.total.dot(self.total)))
+        if norm < 1e-12:
+            return normalize(self.view.mean(axis=0, keepdims=True))[0], norm
+        return (self.total / norm).astype(np.float32), norm

@@ -1,0 +1,213 @@
+"""Compiled inner loop of online assignment (numba): file rows of a chunk under centroids.
+
+:func:`assign_rows` walks the rows of one chunk in order, the way
+:meth:`magnetic_core._index.index.HierIndex.assign` defines it: the best centroid by the
+chunk's approximate scores, the join-threshold test, the group's running float64 sum and
+the incremental update of its score column from the chunk's Gram matrix, a new group when
+no centroid is close enough. It stops and hands back to Python at every event that needs
+the index's objects or an exact score: a decision too close to call (near the threshold or
+a near tie), a group reaching the size cap (split), a sum that nearly cancelled (refresh),
+a rebalance point, or a row whose id is already stored. Python handles the event and calls
+it again from where it stopped, so the result is the same as the plain loop's, bit for bit.
+
+No fast-math flags: every float operation rounds as numpy's does (float32 columns, float64
+sums), which the equality with one-at-a-time insertion relies on. Compiled once and cached
+on disk (``cache=True``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "DONE",
+    "EXACT",
+    "REBALANCE",
+    "REFRESH",
+    "SPLIT",
+    "STORED",
+    "assign_rows",
+    "score_bound",
+]
+
+# Why assign_rows stopped (returned with the row it stopped at).
+DONE = 0  # every row of the chunk is filed
+EXACT = 1  # the row at `stop` needs exact scores (not filed)
+SPLIT = 2  # the row before `stop` filled its group past the cap
+REFRESH = 3  # the row before `stop` left its group's sum tiny next to its mass
+REBALANCE = 4  # the row before `stop` reached the rebalance count
+STORED = 5  # the row at `stop` has an id already stored (not filed)
+
+_U = 2.0**-24  # unit roundoff of float32
+
+
+@njit(cache=True)
+def score_bound(gamma: float, scale: float, ratio: float, steps: float) -> float:
+    """The bound on an approximate score's error (``_ScoreBound`` in ``assign.py``)."""
+    unit = gamma + (2.0 + 5.0 * steps) * _U
+    return scale * (unit * (ratio + 2.0 * ratio * ratio) + 3.0 * _U) + 1e-9
+
+
+@njit(cache=True)
+def _pick(row: np.ndarray, g: int, threshold: float, eps: float) -> int:
+    """The slot to join (>= 0), -1 for a new group, -2 when exact scores must decide."""
+    if g == 0:
+        return -1
+    best = 0
+    top = row[0]
+    for j in range(1, g):
+        if row[j] > top:
+            top = row[j]
+            best = j
+    top64 = np.float64(top)
+    if top64 >= threshold + eps:
+        second = -np.inf
+        for j in range(g):
+            if j != best and row[j] > second:
+                second = row[j]
+        if np.float64(second) < top64 - 2.0 * eps:
+            return best
+        return -2
+    if top64 >= threshold - eps:
+        return -2
+    return -1
+
+
+@njit(cache=True)
+def _update_column(
+    sims: np.ndarray, gram: np.ndarray, i: int, s: int, before: float, norm: float
+) -> None:
+    """Rows after ``i``: the column of group ``s`` once row ``i`` joined it."""
+    b = sims.shape[0]
+    scale = np.float32(1.0 / norm)
+    if before > 0.0:
+        f_before = np.float32(before)
+        for j in range(i + 1, b):
+            v = sims[j, s] * f_before
+            v = v + gram[i, j]
+            sims[j, s] = v * scale
+    else:
+        for j in range(i + 1, b):
+            sims[j, s] = gram[i, j] * scale
+
+
+@njit(cache=True)
+def _join(
+    i: int,
+    s: int,
+    sims: np.ndarray,
+    x: np.ndarray,
+    sq: np.ndarray,
+    norms_l: np.ndarray,
+    totals: np.ndarray,
+    norms: np.ndarray,
+    sizes: np.ndarray,
+    changed: np.ndarray,
+    ch_state: np.ndarray,
+) -> float:
+    """Row ``i`` joins slot ``s``: its sum, size and incremental state; returns the old norm."""
+    if not changed[s]:
+        before = norms[s] if sizes[s] > 0 else 0.0
+        ch_state[s, 0] = before * before
+        ch_state[s, 1] = before
+        ch_state[s, 2] = 0.0
+        changed[s] = True
+    else:
+        before = math.sqrt(ch_state[s, 0])
+    dot = np.float64(sims[i, s]) * before if before > 0.0 else 0.0
+    for k in range(x.shape[1]):
+        totals[s, k] += np.float64(x[i, k])
+    sizes[s] += 1
+    ch_state[s, 0] = ch_state[s, 0] + 2.0 * dot + sq[i]
+    ch_state[s, 1] = ch_state[s, 1] + norms_l[i]
+    return before
+
+
+@njit(cache=True)
+def assign_rows(
+    sims: np.ndarray,
+    gram: np.ndarray,
+    x: np.ndarray,
+    sq: np.ndarray,
+    norms_l: np.ndarray,
+    stored: np.ndarray,
+    totals: np.ndarray,
+    norms: np.ndarray,
+    sizes: np.ndarray,
+    changed: np.ndarray,
+    ch_state: np.ndarray,
+    scalars: np.ndarray,
+    out_slot: np.ndarray,
+    start: int,
+    g: int,
+    forced: int,
+    cap: int,
+    count: int,
+    next_rebalance: int,
+    threshold: float,
+) -> tuple[int, int, int]:
+    """File rows ``start:`` of a chunk until done or an event; returns (stop, why, groups).
+
+    Args:
+        sims: (b, >= g + new groups) float32 scores of each row with each slot, updated.
+        gram: (b, b) float32 Gram matrix of the chunk (only the upper triangle is read).
+        x: (b, d) float32 rows; ``sq`` and ``norms_l`` their float64 squared norms, norms.
+        stored: per row, whether its id is already stored (Python moves such a row).
+        totals, norms, sizes: the index's (capacity, d) float64 sums, the norm of each at
+            its last refresh, and each slot's member count (this call's view, updated).
+        changed, ch_state: slots joined in this chunk, and for each [squared norm of the
+            sum, mass, rewrites of its column] (see ``HierIndex.assign``).
+        scalars: [worst ratio, most rewrites, eps, gamma, scale] of the chunk's bound.
+        out_slot: per row, the slot it was filed under (written for filed rows).
+        start: first row to file; ``forced`` its decision when >= -1 (-1: a new group),
+            taken by the caller from exact scores.
+        g: live slots; cap: the size cap; count: cells stored; next_rebalance: the count
+            that triggers a rebalance (-1: never).
+    """
+    b = x.shape[0]
+    eps = scalars[2]
+    for i in range(start, b):
+        if stored[i]:
+            scalars[2] = eps
+            return i, STORED, g
+        if i == start and forced >= -1:
+            s = forced
+        else:
+            s = _pick(sims[i], g, threshold, eps)
+            if s == -2:
+                scalars[2] = eps
+                return i, EXACT, g
+        if s == -1:
+            s = g
+            g += 1
+            totals[s, :] = 0.0
+            norms[s] = 0.0
+            sizes[s] = 0
+            changed[s] = False
+        before = _join(i, s, sims, x, sq, norms_l, totals, norms, sizes, changed, ch_state)
+        n, n2, m = sizes[s] - 1, ch_state[s, 0], ch_state[s, 1]
+        out_slot[i] = s
+        count += 1
+        if n >= cap:
+            scalars[2] = eps
+            return i + 1, SPLIT, g
+        if i + 1 < b:
+            if n2 > 0.0 and m * m <= 9.0 * n2:
+                norm = math.sqrt(n2)
+                _update_column(sims, gram, i, s, before, norm)
+                ch_state[s, 2] += 1.0
+                if m > scalars[0] * norm or ch_state[s, 2] > scalars[1]:
+                    scalars[0] = max(scalars[0], m / norm)
+                    scalars[1] = max(scalars[1], np.floor(ch_state[s, 2]))
+                    eps = score_bound(scalars[3], scalars[4], scalars[0], scalars[1])
+            else:
+                scalars[2] = eps
+                return i + 1, REFRESH, g
+        if count == next_rebalance:
+            scalars[2] = eps
+            return i + 1, REBALANCE, g
+    scalars[2] = eps
+    return b, DONE, g
