@@ -37,9 +37,13 @@ _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 _STEMMER = snowballstemmer.stemmer("english")
 _STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it stems
-# Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock.
+# Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock. Words
+# with a digit (ids, numbers, dates) do not repeat: a memory written to for months would fill
+# the cache with them, so they are stemmed every time and never kept. The cap bounds the rest
+# (about 50 MB at most).
 _STEMS: dict[str, str] = {}
-_MAX_STEMS = 1 << 20
+_MAX_STEMS = 1 << 18
+_DIGIT = re.compile(r"[0-9]")
 
 
 def terms(text: str) -> list[str]:
@@ -61,7 +65,7 @@ def stem(word: str) -> str:
     if found is None:
         with _STEM_LOCK:
             found = str(_STEMMER.stemWord(word))
-        if len(_STEMS) < _MAX_STEMS:
+        if len(_STEMS) < _MAX_STEMS and _DIGIT.search(word) is None:
             _STEMS[word] = found
     return found
 

@@ -30,3 +30,15 @@ def test_inflections_share_a_stem_so_a_query_finds_another_form():
         "help",
     ]
     assert LexicalIndex.query_terms("painting painted lakes") == (stem("painting"), stem("lakes"))
+
+
+def test_words_with_digits_are_stemmed_but_never_cached():
+    """A long-lived memory sees endless ids and numbers; the stem cache must not keep them."""
+    from magnetic_core._text import tokenize
+
+    before = len(tokenize._STEMS)
+    numbered = [f"note{i}" for i in range(5000)] + [str(10**9 + i) for i in range(5000)]
+    assert [tokenize.stem(w) for w in numbered] == numbered
+    assert tokenize.stem("ticket42s") == tokenize.stem("ticket42s")
+    assert len(tokenize._STEMS) == before
+    assert tokenize.stem("painted") == "paint" and "painted" in tokenize._STEMS
