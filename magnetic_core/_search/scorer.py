@@ -312,8 +312,11 @@ class Scorer:
         Sub-lists are ranked by the cosine of their mean; the cells of the best ones (up
         to ``budget`` cells) are scored by code, the best ``keep`` of those exactly, and
         the best ``k`` of those are returned, best first. Stale groups among ``slots`` are
-        scored exactly, every cell, and their cells count against the budget; their best
-        compete for the same ``k``.
+        scored exactly, every cell, and their best compete for the same ``k``. Their cells do
+        not count against the budget: right after a large change (a sleep pass, a big batch)
+        most probed groups are stale, and charging them would leave the coded groups that
+        rank above them unread (recall@10 0.99 -> 0.97 at 30K cells, 0.96 -> 0.89 at 100K,
+        until the groups were coded again). The extra exact work lasts until they are.
         """
         assert self._basis is not None
         st = self._state
@@ -322,7 +325,6 @@ class Scorer:
         extra = np.empty(0, np.float32)
         if stale.any():
             extra_ids, extra = _exact_groups(index, slots[stale], q, k)
-            budget -= int(_sizes(index, slots[stale]).sum())
             slots = slots[~stale]
         lists, rows, blocks = st.lists, st.rows, st.blocks
         best, scores = _kernels().probe_top(
@@ -395,8 +397,3 @@ def _exact_groups(
     owner = np.searchsorted(starts, best, side="right") - 1
     rows = (best - starts[owner]).tolist()
     return [groups[o].ids[r] for o, r in zip(owner.tolist(), rows, strict=True)], scores[best]
-
-
-def _sizes(index: HierIndex, slots: np.ndarray) -> np.ndarray:
-    groups = index.slot_groups
-    return np.fromiter((groups[s].n for s in slots.tolist()), np.int64, slots.shape[0])
