@@ -90,6 +90,15 @@ def test_a_transient_chroma_read_failure_is_retried_and_a_write_is_not(tmp_path)
         return "rows"
 
     assert store._call("read rows", get) == "rows" and len(calls) == 3
+    calls.clear()
+
+    def count():  # the same race under load, in other words (seen with two writers)
+        calls.append("count")
+        if len(calls) < 2:
+            raise RuntimeError("Error executing plan: Error finding id")
+        return 7
+
+    assert store._call("count rows", count) == 7 and len(calls) == 2
 
     def upsert():
         calls.append("upsert")
