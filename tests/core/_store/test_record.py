@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import logging
+import pathlib
+import shutil
 
 import chromadb
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 
 from magnetic_core import MagneticMemory
 from magnetic_core._store.codec import decode_record
+from magnetic_core._store.index_file import DIRECTORY
 from magnetic_core._store.persistence import ROW_KEY
 from magnetic_core.errors import CorruptRecordError, MetadataError
 from magnetic_core.validators import MAX_DEPTH
@@ -45,7 +48,13 @@ def test_metadata_at_the_limit_round_trips(tmp_path, hashing):
 
 
 def _plant(path, rows: dict[str, object], dim: int) -> None:
-    """Write rows straight into the cells collection, as an older version or a bug might."""
+    """Write rows straight into the cells collection, as an older version or a bug might.
+
+    Such a writer keeps no index snapshot and moves no epoch, so the snapshot goes: the next
+    open reads the rows (a store whose cells carry no entities used to have an unreadable
+    snapshot, which hid this from the tests).
+    """
+    shutil.rmtree(pathlib.Path(path) / DIRECTORY, ignore_errors=True)
     client = chromadb.PersistentClient(path=str(path))
     cells = client.get_collection("mag-default-cells")
     vec = np.ones(dim, np.float32) / np.sqrt(dim)
