@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from magnetic_core._search.context import Threads
 from magnetic_core._store.record import CellRecord
 from magnetic_core._text.lexical import LexicalIndex
+from magnetic_core._text.tokenize import terms
 
 __all__ = ["CellRecord", "Catalog"]
 
@@ -114,6 +115,8 @@ class Catalog:
         entity_counts: Counter[str] = Counter()
         for cid in sample:
             record = self.records[cid]
+            if not record.terms and record.text:  # opened from a snapshot: words from text
+                record.terms = tuple(dict.fromkeys(terms(record.text)))
             term_counts.update(record.terms)
             entity_counts.update(record.entities)
         n = max(len(self.records), 1)

@@ -336,8 +336,9 @@ def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
     created, updated = arrays["created"].tolist(), arrays["updated"].tolist()
     lex_arrays = {k: arrays[f"lex_{k}"] for k in _LEX_ARRAYS}
     lex_cids, lex_terms = _strings(arrays, "lex_cids"), _strings(arrays, "lex_terms")
-    lexical, per_doc = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms)
-    terms_of = dict(zip(lex_cids, per_doc, strict=True))
+    # The snapshot keeps the stems BM25 indexes, not the words a label shows: records get
+    # their words from their text when a label first needs them (Catalog.label).
+    lexical, _ = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms)
     catalog = Catalog()
     catalog.lexical = lexical
     entity_cells: defaultdict[str, set[str]] = catalog.entity_cells  # type: ignore[assignment]
@@ -353,7 +354,6 @@ def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
             created_at=created[i],
             updated_at=updated[i],
             contradictions=json.loads(links[i]) if links[i] else [],
-            terms=terms_of.get(cid, ()),
         )
         for entity in ents:
             entity_cells[entity].add(cid)

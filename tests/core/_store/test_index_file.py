@@ -62,6 +62,17 @@ def test_reopening_uses_the_snapshot_and_sees_the_same_memory(store, monkeypatch
         assert mem.count() == len(TEXTS) + 1
 
 
+def test_a_snapshot_open_labels_groups_with_words_not_stems(tmp_path, monkeypatch):
+    texts = ["Alice moved to Berlin in May", "The deploy script lives in ops/deploy.sh"]
+    with _open(tmp_path) as mem:
+        mem.add(texts, ids=["a", "b"])
+        before = sorted(g.label for g in mem.groups())
+    _no_cell_reads(monkeypatch)
+    with _open(tmp_path) as mem:
+        after = sorted(g.label for g in mem.groups())
+    assert after == before and any("moved" in label for label in after)
+
+
 def test_a_write_by_another_memory_that_closed_first_is_not_lost(store):
     path, _ = store
     a = _open(path)
