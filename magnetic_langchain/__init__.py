@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from magnetic_langchain.consolidation import (
         ConsolidationResult,
+        ConsolidationSettings,
         Contradiction,
         create_consolidation_chain,
         find_contradictions,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 # Where each public name lives.
 _SOURCES = {
     "ConsolidationResult": "consolidation",
+    "ConsolidationSettings": "consolidation",
     "Contradiction": "consolidation",
     "EXPANDED_FROM_KEY": "documents",
     "ForgetMemoryTool": "tools",
@@ -61,6 +63,7 @@ _SOURCES = {
 
 __all__ = [
     "ConsolidationResult",
+    "ConsolidationSettings",
     "Contradiction",
     "EXPANDED_FROM_KEY",
     "ForgetMemoryTool",

@@ -14,7 +14,7 @@ passed over silently.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
@@ -22,6 +22,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from magnetic_core import MagneticMemory
 from magnetic_core._sleep.consolidate import (
     ConsolidationResult,
+    ConsolidationSettings,
     Consolidator,
     aask_each,
     as_facts,
@@ -44,12 +45,14 @@ __all__ = [
     "ContradictingPair",
     "Contradiction",
     "ContradictionReport",
+    "ConsolidationSettings",
     "afind_contradictions",
     "create_consolidation_chain",
     "find_contradictions",
 ]
 
-Check = Literal["changed", "merged", "all"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def _asker(llm: BaseLanguageModel[Any], retries: int, config: RunnableConfig | None):
@@ -126,31 +129,20 @@ def create_consolidation_chain(
     memory: MagneticMemory | MagneticVectorStore,
     llm: BaseLanguageModel[Any],
     *,
-    check: Check = "changed",
-    max_groups: int = 50,
-    cells_per_call: int = 24,
-    neighbours: int = 4,
     retries: int = 1,
-    sleep: bool = True,
-    merge_threshold: float | None = None,
+    **settings: Unpack[ConsolidationSettings],
 ) -> Runnable[Mapping[str, Any] | None, ConsolidationResult]:
     """Build the sleep-mode chain over ``memory`` using ``llm`` to spot contradictions.
 
     Args:
         memory: the memory (or a :class:`MagneticVectorStore` around one).
         llm: any LangChain chat model or LLM (``ChatOllama`` uses its JSON-schema format).
-        check: ``"changed"`` reviews groups whose membership the pass changed;
-            ``"merged"`` only groups that absorbed another; ``"all"`` every group of two
-            or more cells.
-        max_groups: groups reviewed per run, largest first; the rest are reported in
-            ``skipped_groups`` (run again to review them).
-        cells_per_call: facts per model call; larger groups are spread over several
-            calls so that every pair of close facts meets in one.
-        neighbours: near neighbours per fact that must share a call with it.
         retries: parse-error retries per call.
-        sleep: run the numeric pass first (``mem.sleep()``).
-        merge_threshold: passed to the pass (default: fitted); an input
-            ``{"merge_threshold": x}`` overrides it per run.
+        **settings: what a run reviews and how: ``check`` (``"changed"``, ``"merged"``
+            or ``"all"``), ``max_groups``, ``cells_per_call``, ``neighbours``, ``sleep``
+            (run the numeric pass first) and ``merge_threshold``; their meaning and
+            defaults are listed on ``ConsolidationSettings``. An input
+            ``{"merge_threshold": x}`` overrides the threshold per run.
 
     Returns:
         A Runnable taking an optional dict and returning a :class:`ConsolidationResult`.
@@ -159,7 +151,7 @@ def create_consolidation_chain(
         ```python
         from langchain_ollama import ChatOllama
 
-        chain = create_consolidation_chain(memory, ChatOllama(model="llama3.2"))
+        chain = create_consolidation_chain(memory, ChatOllama(model="llama3.2"), check="all")
         result = chain.invoke({})
         if not result.ok:
             print("the model failed:", result.failures)
@@ -167,17 +159,7 @@ def create_consolidation_chain(
             print(c.a, "<->", c.b, ":", c.explanation)
         ```
     """
-    # Long for its documented settings and example only; the body is two calls.
-    worker = Consolidator.of(
-        memory,
-        check=check,
-        max_groups=max_groups,
-        cells_per_call=cells_per_call,
-        neighbours=neighbours,
-        sleep=sleep,
-        merge_threshold=merge_threshold,
-    )
-    return _runnable(worker, llm, retries)
+    return _runnable(Consolidator.of(memory, **settings), llm, retries)
 
 
 def _runnable(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llama_index.core.llms import LLM, ChatMessage
 from llama_index.core.prompts import ChatPromptTemplate
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from magnetic_core._sleep.consolidate import (
     ConsolidationResult,
+    ConsolidationSettings,
     Consolidator,
     aask_each,
     as_facts,
@@ -37,8 +38,12 @@ from magnetic_core._sleep.llm_json import (
 from magnetic_core._sleep.review import Call, Contradiction, ContradictionReport, plan_calls
 from magnetic_core.memory import MagneticMemory
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "ConsolidationResult",
+    "ConsolidationSettings",
     "Contradiction",
     "aconsolidate",
     "afind_contradictions",
@@ -158,21 +163,18 @@ def consolidate(
     memory: MagneticMemory | Any,
     llm: LLM,
     *,
-    check: str = "changed",
-    max_groups: int = 50,
-    cells_per_call: int = 24,
-    neighbours: int = 4,
     retries: int = 1,
-    sleep: bool = True,
-    merge_threshold: float | None = None,
+    **settings: Unpack[ConsolidationSettings],
 ) -> ConsolidationResult:
     """Run one consolidation pass over ``memory`` with a LlamaIndex ``llm``.
 
     Args:
         memory: a :class:`~magnetic_core.MagneticMemory` or this package's vector store.
         llm: any LlamaIndex LLM (e.g. ``llama_index.llms.ollama.Ollama``).
-        check, max_groups, cells_per_call, neighbours, retries, sleep, merge_threshold:
-            as in ``magnetic_langchain.create_consolidation_chain``.
+        retries: parse-error retries per call.
+        **settings: ``check``, ``max_groups``, ``cells_per_call``, ``neighbours``,
+            ``sleep``, ``merge_threshold``; their meaning and defaults are listed on
+            ``ConsolidationSettings`` (the same as LangChain's chain).
 
     Returns:
         A :class:`~magnetic_core._sleep.consolidate.ConsolidationResult`; ``ok`` is False when a
@@ -182,30 +184,25 @@ def consolidate(
         ```python
         from llama_index.llms.ollama import Ollama
 
-        result = consolidate(store.memory, Ollama(model="llama3.2"))
+        result = consolidate(store.memory, Ollama(model="llama3.2"), check="all")
         print(result.contradictions, result.failures)
         ```
     """
-    worker = Consolidator.of(
-        memory,
-        check=check,
-        max_groups=max_groups,
-        cells_per_call=cells_per_call,
-        neighbours=neighbours,
-        sleep=sleep,
-        merge_threshold=merge_threshold,
-    )
+    worker = Consolidator.of(memory, **settings)
     return worker.run(
         lambda call: predict_structured(llm, call.messages, ContradictionReport, retries=retries)
     )
 
 
 async def aconsolidate(
-    memory: MagneticMemory | Any, llm: LLM, **kwargs: Any
+    memory: MagneticMemory | Any,
+    llm: LLM,
+    *,
+    retries: int = 1,
+    **settings: Unpack[ConsolidationSettings],
 ) -> ConsolidationResult:
     """Async :func:`consolidate`."""
-    retries = kwargs.pop("retries", 1)
-    worker = Consolidator.of(memory, **kwargs)
+    worker = Consolidator.of(memory, **settings)
 
     async def ask(call: Call) -> ContradictionReport:
         return await apredict_structured(llm, call.messages, ContradictionReport, retries=retries)

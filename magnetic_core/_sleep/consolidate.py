@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_core._sleep.review import (
@@ -32,14 +32,50 @@ from magnetic_core._sleep.review import (
 from magnetic_core.errors import InvalidInputError, MagneticError, WrongTypeError
 from magnetic_core.types import SleepReport
 
-__all__ = ["ConsolidationResult", "Consolidator", "aask_each", "ask_each", "raise_failures"]
+if TYPE_CHECKING:  # only annotations use it (Python 3.10 has no typing.Unpack)
+    from typing_extensions import Unpack
+
+__all__ = [
+    "Check",
+    "ConsolidationResult",
+    "ConsolidationSettings",
+    "Consolidator",
+    "aask_each",
+    "ask_each",
+    "raise_failures",
+]
 
 logger = logging.getLogger(__name__)
 
 Answer = ContradictionReport | BaseException | None
 Ask = Callable[[Call], ContradictionReport]
 AAsk = Callable[[Call], Awaitable[ContradictionReport]]
+Check = Literal["changed", "merged", "all"]
 CHECKS = ("changed", "merged", "all")
+
+
+class ConsolidationSettings(TypedDict, total=False):
+    """What one consolidation run reviews, and how; the same keywords in both adapters.
+
+    Attributes:
+        check: ``"changed"`` (default) reviews groups whose membership the pass changed;
+            ``"merged"`` only groups that absorbed another; ``"all"`` every group of two
+            or more cells.
+        max_groups: groups reviewed per run, largest first (default 50); the rest are
+            reported in ``skipped_groups`` (run again to review them).
+        cells_per_call: facts per model call (default 24, at least 2); larger groups are
+            spread over several calls so that every pair of close facts meets in one.
+        neighbours: near neighbours per fact that must share a call with it (default 4).
+        sleep: run the numeric pass (``mem.sleep()``) first (default True).
+        merge_threshold: the pass's merge threshold (default: fitted to the data).
+    """
+
+    check: Check
+    max_groups: int
+    cells_per_call: int
+    neighbours: int
+    sleep: bool
+    merge_threshold: float | None
 
 
 @dataclass(frozen=True)
@@ -148,7 +184,7 @@ class Consolidator:
     """
 
     @classmethod
-    def of(cls, memory: Any, **settings: Any) -> Consolidator:
+    def of(cls, memory: Any, **settings: Unpack[ConsolidationSettings]) -> Consolidator:
         """A consolidator of ``memory``: a MagneticMemory, or an adapter's store holding one
         as ``.memory`` (the LangChain and LlamaIndex vector stores)."""
         from magnetic_core.memory import MagneticMemory  # the facade imports this package
@@ -159,6 +195,12 @@ class Consolidator:
                 f"expected a MagneticMemory or a MagneticStorage store, "
                 f"got {type(memory).__name__}",
                 hint="pass the memory or the vector store to consolidate",
+            )
+        unknown = sorted(set(settings) - set(ConsolidationSettings.__annotations__))
+        if unknown:
+            raise WrongTypeError(
+                f"unknown consolidation setting {', '.join(map(repr, unknown))}",
+                hint=f"the settings are {', '.join(ConsolidationSettings.__annotations__)}",
             )
         return cls(mem, **settings)
 

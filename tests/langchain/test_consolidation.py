@@ -252,6 +252,8 @@ def test_bad_arguments(memory: MagneticMemory):
         create_consolidation_chain(memory, llm, cells_per_call=1)
     with pytest.raises(TypeError, match="MagneticMemory"):
         create_consolidation_chain("memory", llm)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unknown consolidation setting 'chek'.*max_groups"):
+        create_consolidation_chain(memory, llm, chek="all")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="dict"):
         create_consolidation_chain(memory, llm).invoke("go")
     with pytest.raises(TypeError, match="a fact is"):

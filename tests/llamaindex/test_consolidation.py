@@ -148,3 +148,12 @@ def test_find_contradictions_keeps_braces_in_facts():
     llm = Native(respond=_flag("true", "false"))
     found = find_contradictions(llm, facts)
     assert [(c.a, c.b) for c in found] == [("a", "b")]
+
+
+async def test_a_misspelt_setting_is_named_before_anything_runs(memory: MagneticMemory):
+    before = memory.stats()
+    with pytest.raises(TypeError, match="unknown consolidation setting 'max_group'"):
+        consolidate(memory, Native(respond=_flag("a", "b")), max_group=3)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="max_groups"):
+        await aconsolidate(memory, Native(respond=_flag("a", "b")), max_group=3)  # type: ignore[call-arg]
+    assert memory.stats() == before  # no pass ran
