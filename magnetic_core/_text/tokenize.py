@@ -39,8 +39,9 @@ _STEMMER = snowballstemmer.stemmer("english")
 _STEM_LOCK = threading.Lock()  # a Snowball stemmer object keeps state while it stems
 # Stems of the words seen so far: vocabularies repeat, and a dict read needs no lock. Words
 # with a digit (ids, numbers, dates) do not repeat: a memory written to for months would fill
-# the cache with them, so they are stemmed every time and never kept. The cap bounds the rest
-# (about 50 MB at most).
+# the cache with them, so they are never kept. Those ending in a digit are their own stem
+# (Snowball strips only letter suffixes), so only the rare others are stemmed each time.
+# The cap bounds the rest (about 50 MB at most).
 _STEMS: dict[str, str] = {}
 _MAX_STEMS = 1 << 18
 _DIGIT = re.compile(r"[0-9]")
@@ -63,6 +64,8 @@ def stem(word: str) -> str:
     """
     found = _STEMS.get(word)
     if found is None:
+        if word[-1:].isdigit() and word[0] != "'":
+            return word  # no English suffix ends in a digit: the stem is the word itself
         with _STEM_LOCK:
             found = str(_STEMMER.stemWord(word))
         if len(_STEMS) < _MAX_STEMS and _DIGIT.search(word) is None:

@@ -42,3 +42,25 @@ def test_words_with_digits_are_stemmed_but_never_cached():
     assert tokenize.stem("ticket42s") == tokenize.stem("ticket42s")
     assert len(tokenize._STEMS) == before
     assert tokenize.stem("painted") == "paint" and "painted" in tokenize._STEMS
+
+
+def test_a_word_ending_in_a_digit_is_its_own_stem_as_snowball_says():
+    """The shortcut that skips the stemmer for such words must agree with the stemmer."""
+    import random
+    import string
+
+    import snowballstemmer
+
+    from magnetic_core._text.tokenize import _WORD, stem
+
+    snowball = snowballstemmer.stemmer("english")
+    rng = random.Random(3)
+    letters = string.ascii_lowercase
+    words = ["flies9", "running7", "sses3", "yay8", "studies2024", "don't1"]
+    words += [
+        "".join(rng.choice(letters) for _ in range(rng.randint(1, 12))) + str(rng.randint(0, 999))
+        for _ in range(20000)
+    ]
+    for word in words:
+        for token in _WORD.findall(word):  # as the tokenizer cuts them
+            assert stem(token) == snowball.stemWord(token), token
