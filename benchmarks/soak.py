@@ -6,9 +6,15 @@ run in a child process that reports a checkpoint every ``--every`` operations; t
 records each one and the child's exit status, so a native crash (e.g. SIGSEGV inside Chroma)
 shows in the result file as the signal and the last operation reached instead of losing it.
 
-Writes ``soak.json`` and ``soak.md`` to ``--out`` (default ``benchmarks/results``)::
+``--system chroma`` runs the same stream (without merges) on a plain Chroma collection, the
+baseline for the RSS curve: Chroma's HNSW keeps every deleted vector, so a store of steady size
+under deletes grows in both.
+
+Writes ``soak.json`` and ``soak.md`` (``soak_chroma.*`` for the baseline) to ``--out`` (default
+``benchmarks/results``)::
 
     nice python -m benchmarks.soak                 # 100K operations (tens of minutes)
+    python -m benchmarks.soak --system chroma      # the baseline
     python -m benchmarks.soak --smoke --out /tmp/s # 300 operations, for CI
 """
 
@@ -51,9 +57,98 @@ def _text(rng: random.Random, i: int) -> str:
     return " ".join(picked) + f" note {i} ref{rng.randint(0, 999)}"
 
 
+class _Chroma:
+    """The same stream on a plain Chroma collection (the baseline): upsert, delete, query."""
+
+    def __init__(self, path: str) -> None:
+        import chromadb
+
+        from magnetic_core import HashingEmbedder
+
+        self.embedder = HashingEmbedder()
+        self.client = chromadb.PersistentClient(path=path)
+        self.col = self.client.get_or_create_collection(
+            "soak", configuration={"hnsw": {"space": "cosine"}}
+        )
+
+    def add(self, texts: list[str], ids: list[str]) -> None:
+        vectors = self.embedder.embed_documents(texts)
+        self.col.upsert(ids=ids, embeddings=vectors, documents=texts)
+
+    def delete(self, ids: list[str]) -> int:
+        self.col.delete(ids=ids)
+        return len(ids)
+
+    def search(self, text: str, k: int) -> None:
+        self.col.query(query_embeddings=[self.embedder.embed_query(text)], n_results=k)
+
+    def merge(self) -> None:
+        """Chroma has no groups to merge."""
+
+    def count(self) -> int:
+        return self.col.count()
+
+    def groups(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        """Nothing to flush: Chroma persists every call."""
+
+    def reopened(self, path: str) -> int:
+        return _Chroma(path).count()
+
+
+class _Magnetic:
+    """The stream on a MagneticMemory."""
+
+    def __init__(self, path: str) -> None:
+        from magnetic_core import HashingEmbedder, MagneticMemory
+
+        self.mem = MagneticMemory(path=path, embedder=HashingEmbedder())
+
+    def add(self, texts: list[str], ids: list[str]) -> None:
+        self.mem.add(texts, ids=ids)
+
+    def delete(self, ids: list[str]) -> int:
+        return self.mem.delete(ids=ids)
+
+    def search(self, text: str, k: int) -> None:
+        self.mem.search(text, k=k)
+
+    def merge(self) -> None:
+        self.mem.apply_merges(self.mem.plan_merges())
+
+    def count(self) -> int:
+        return self.mem.count()
+
+    def groups(self) -> int:
+        return len(self.mem.groups())
+
+    def close(self) -> None:
+        self.mem.close()
+
+    def reopened(self, path: str) -> int:
+        from magnetic_core import HashingEmbedder, MagneticMemory
+
+        with MagneticMemory(path=path, embedder=HashingEmbedder()) as again:
+            return again.count()
+
+
+def _index_files_mb(path: str) -> float:
+    """Size of Chroma's vector index files under ``path`` (one directory per segment).
+
+    Chroma's HNSW marks a deleted vector and keeps it, in its files and in memory
+    (chroma-core/chroma#2594), so this grows with every delete even at a steady size.
+    """
+    total = 0
+    for sub in Path(path).iterdir():
+        if sub.is_dir():
+            total += sum(f.stat().st_size for f in sub.iterdir() if f.is_file())
+    return round(total / 2**20, 1)
+
+
 def _worker(args: argparse.Namespace) -> None:
     """Run the stream; one JSON line per checkpoint on stdout."""
-    from magnetic_core import HashingEmbedder, MagneticMemory
     from magnetic_core._store import persistence
 
     if args.hnsw_links:
@@ -63,7 +158,7 @@ def _worker(args: argparse.Namespace) -> None:
             "hnsw": {"space": "cosine", "ef_construction": links, "max_neighbors": links}
         }
     rng = random.Random(args.seed)
-    mem = MagneticMemory(path=args.path, embedder=HashingEmbedder())
+    store = _Chroma(args.path) if args.system == "chroma" else _Magnetic(args.path)
     live: list[str] = []
     where: dict[str, int] = {}
 
@@ -84,7 +179,7 @@ def _worker(args: argparse.Namespace) -> None:
     for start in range(0, args.prefill, 500):
         n = min(500, args.prefill - start)
         ids = [f"p{start + j}" for j in range(n)]
-        mem.add([_text(rng, start + j) for j in range(n)], ids=ids)
+        store.add([_text(rng, start + j) for j in range(n)], ids=ids)
         remember(ids)
     kinds, weights = zip(*MIX.items())
     counts = dict.fromkeys(kinds, 0)
@@ -98,42 +193,44 @@ def _worker(args: argparse.Namespace) -> None:
             n = rng.randint(1, 8)
             ids = [f"n{serial + j}" for j in range(n)]
             serial += n
-            mem.add([_text(rng, serial + j) for j in range(n)], ids=ids)
+            store.add([_text(rng, serial + j) for j in range(n)], ids=ids)
             remember(ids)
         elif kind == "upsert" and live:
             ids = list({rng.choice(live) for _ in range(rng.randint(1, 4))})
-            mem.add([_text(rng, serial + j) for j in range(len(ids))], ids=ids)
+            store.add([_text(rng, serial + j) for j in range(len(ids))], ids=ids)
         elif kind == "delete" and len(live) > 100:
             # sized so that the store stays near its prefilled size (a steady state)
             n = rng.randint(1, 4) + max(0, len(live) - args.prefill) // 20
             ids = list({rng.choice(live) for _ in range(n)})
-            deleted += mem.delete(ids=ids)
+            deleted += store.delete(ids)
             for cid in ids:
                 forget(cid)
         elif kind == "search":
             t0 = time.perf_counter()
-            mem.search(_text(rng, op), k=10)
+            store.search(_text(rng, op), k=10)
             latencies.append(time.perf_counter() - t0)
         elif kind == "merge":
-            mem.apply_merges(mem.plan_merges())
+            store.merge()
         if op % args.every == 0 or op == args.ops:
-            if mem.count() != len(live):
-                raise SystemExit(f"count {mem.count()} != {len(live)} expected at op {op}")
+            if store.count() != len(live):
+                raise SystemExit(f"count {store.count()} != {len(live)} expected at op {op}")
             point = {
                 "ops": op,
                 "seconds": round(time.perf_counter() - began, 2),
-                "cells": mem.count(),
-                "groups": len(mem.groups()),
+                "cells": store.count(),
+                "groups": store.groups(),
                 "rss_mb": round(rss_mb(), 1),
+                "index_files_mb": _index_files_mb(args.path),
                 "search": percentiles_ms(latencies or [0.0]),
                 "deleted": deleted,
                 "counts": dict(counts),
             }
             latencies.clear()
             print(json.dumps(point), flush=True)
-    mem.close()
-    with MagneticMemory(path=args.path, embedder=HashingEmbedder()) as again:
-        print(json.dumps({"reopened_count": again.count(), "expected": len(live)}), flush=True)
+    store.close()
+    print(
+        json.dumps({"reopened_count": store.reopened(args.path), "expected": len(live)}), flush=True
+    )
 
 
 def _run_child(
@@ -142,7 +239,7 @@ def _run_child(
     cmd = [sys.executable, "-m", "benchmarks.soak", "--worker", "--path", path]
     cmd += ["--ops", str(args.ops), "--prefill", str(args.prefill)]
     cmd += ["--every", str(args.every), "--seed", str(args.seed)]
-    cmd += ["--hnsw-links", str(args.hnsw_links)]
+    cmd += ["--hnsw-links", str(args.hnsw_links), "--system", args.system]
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -228,6 +325,13 @@ def main(argv: list[str] | None = None) -> int:
         help="build Chroma's HNSW with this many links per node (default: Chroma's own; "
         "2 is what the store used before, which crashed)",
     )
+    parser.add_argument(
+        "--system",
+        choices=("magnetic", "chroma"),
+        default="magnetic",
+        help="run the stream on a MagneticMemory (default) or on a plain Chroma collection "
+        "(the baseline; results in soak_chroma.*)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -235,24 +339,31 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.smoke:
         args.ops, args.prefill, args.every = 300, 200, 100
+
     def report(points: list[dict[str, Any]], code: int | None, err: str = "") -> None:
         # written at every checkpoint, so a run cut short still leaves its curve
         result = _summary(points, code, args)
         if code:
             result["stderr_tail"] = err
         rows = [
-            [p["ops"], p["cells"], p["groups"], p["rss_mb"], p["search"]["p50_ms"], p["seconds"]]
+            [
+                *(p["ops"], p["cells"], p["groups"], p["deleted"], p["rss_mb"]),
+                *(p.get("index_files_mb", ""), p["search"]["p50_ms"], p["seconds"]),
+            ]
             for p in result["checkpoints"]
         ]
-        table = markdown_table(["ops", "cells", "groups", "RSS MiB", "search p50 ms", "s"], rows)
+        head = ["ops", "cells", "groups", "deleted so far", "RSS MiB", "Chroma index files MiB"]
+        table = markdown_table([*head, "search p50 ms", "s"], rows)
         verdict = (
             f"Status: **{result['status']}** after {result['ops_done']} of {args.ops} "
             f"operations (prefill {args.prefill}; mix {MIX}). Reopened: {result['reopened']}. "
             f"RSS second half / first half: {result['rss_growth_second_half']}; search p50 "
             f"second half / first half: {result['p50_second_half_over_first']}.\n\n"
         )
-        title = "Soak: mixed operations over time"
-        write_results(args.out, "soak", result, verdict + table, title)
+        name, title = "soak", "Soak: mixed operations over time"
+        if args.system == "chroma":
+            name, title = "soak_chroma", "Soak baseline: the same stream on plain Chroma"
+        write_results(args.out, name, result, verdict + table, title)
 
     with tempfile.TemporaryDirectory(prefix="magnetic-soak-") as tmp:
         points, code, err = _run_child(args, args.path or tmp, report)
