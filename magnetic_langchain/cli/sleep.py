@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 from typing import Any, TextIO
 
 from magnetic_core import InvalidInputError, MagneticMemory
 from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_core.types import SleepReport
 from magnetic_langchain.cli.options import UsageError, add_command, open_memory
+from magnetic_langchain.cli.render import plural
 
 __all__ = ["register"]
 
@@ -100,6 +102,9 @@ def run_sleep(mem: MagneticMemory, args: argparse.Namespace, out: TextIO) -> int
     chain = create_consolidation_chain(
         mem, llm, check=args.check, max_groups=args.max_groups, merge_threshold=args.merge_threshold
     )
+    # The failures are printed below and end the run as its one error line: the core's log
+    # line about them would say it twice.
+    logging.getLogger("magnetic_core._sleep.consolidate").setLevel(logging.CRITICAL)
     result = chain.invoke({})
     if args.json:
         payload = {
@@ -115,8 +120,10 @@ def run_sleep(mem: MagneticMemory, args: argparse.Namespace, out: TextIO) -> int
     if not result.ok:
         unreachable = any("could not be reached" in f for f in result.failures)
         kind = LLMUnavailableError if unreachable else LLMError
+        failed = f"{len(result.failures)} of {plural(result.calls, 'model call')} failed"
         raise kind(
-            f"the contradiction check with {args.llm_model!r} failed: {result.failures[0]}",
+            f"the contradiction check with {args.llm_model!r} did not finish: {failed}"
+            + (" (the model could not be reached)" if unreachable else f": {result.failures[0]}"),
             hint=_FIX.format(model=args.llm_model) if unreachable else "check the model runs",
         )
     return 0
@@ -142,8 +149,9 @@ def _print_report(report: SleepReport, out: TextIO) -> None:
 
 def _print_check(mem: MagneticMemory, result: Any, model: str, out: TextIO) -> None:
     out.write(
-        f"checked {len(result.checked_groups)} groups with {model} in {result.calls} calls: "
-        f"{len(result.contradictions)} contradictions recorded\n"
+        f"checked {plural(len(result.checked_groups), 'group')} with {model} in "
+        f"{plural(result.calls, 'call')}: "
+        f"{plural(len(result.contradictions), 'contradiction')} recorded\n"
     )
     superseded = dict(result.superseded)
     for c in result.contradictions:

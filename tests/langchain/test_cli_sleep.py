@@ -70,7 +70,7 @@ def test_sleep_check_records_a_supersession_users_then_see(store: list[str], tmp
             ]
         )
     assert code == 0, text
-    assert "checked 1 groups with fake-llm in 1 calls: 1 contradictions recorded" in text
+    assert "checked 1 group with fake-llm in 1 call: 1 contradiction recorded" in text
     assert ollama.chat_requests[0]["model"] == "fake-llm"
     with MagneticMemory(path=str(tmp_path), embedder=HashingEmbedder()) as mem:
         cells = {c.text: c for c in mem.get()}
@@ -105,6 +105,28 @@ def test_sleep_check_with_ollama_unreachable_fails_and_names_the_fix(
     assert err.startswith("magnetic: error:") and err.count("\n") == 1 and "Traceback" not in err
     assert "ollama serve" in err and "--ollama-host" in err
     assert "(failed)" in text  # the pass's report and the failure are printed too
+
+
+def test_in_a_terminal_an_unreachable_model_is_one_error_line(store: list[str]):
+    """Run as a user runs it (its own process, the CLI's own logging): stderr holds one line."""
+    import os
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    argv = [*store, "sleep", "--merge-threshold", "0.5", "--check", "--ollama-host", "127.0.0.1:9"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "magnetic_langchain.cli", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("magnetic: error:")
+    assert "could not be reached" in proc.stderr and "ollama serve" in proc.stderr
+    assert "(failed)" in proc.stdout and "checked 1 group with llama3.2 in 1 call:" in proc.stdout
 
 
 def test_sleep_check_refuses_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
