@@ -157,8 +157,8 @@ class Records(MutableMapping[str, CellRecord]):
             return record
         if not self._stored(cid) or self._columns is None:
             raise KeyError(cid)
-        record = self._made[cid] = self._columns.record(self._row[cid])
-        return record
+        # Readers decode concurrently (under the memory's read lock): the first one kept wins.
+        return self._made.setdefault(cid, self._columns.record(self._row[cid]))
 
     def __contains__(self, cid: object) -> bool:
         return cid in self._made or (cid in self._row and cid not in self._gone)
