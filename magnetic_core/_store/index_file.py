@@ -42,6 +42,7 @@ import numpy as np
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._store.catalog import Catalog
 from magnetic_core._store.columns import RecordColumns, split_blob
+from magnetic_core._store.npz import NpzArrays
 from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._text.lexical import LexicalIndex, index_terms
 from magnetic_core.errors import PersistenceError
@@ -50,7 +51,7 @@ __all__ = ["Loaded", "Snapshot", "snapshot_path"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3  # 3: the groups' running sums ("totals"); large arrays are memory-mapped
 _EXTRA = "extra_"
 _LEX_ARRAYS = ("lengths", "term_starts", "docs", "tfs", "doc_terms", "doc_term_starts")
 DIRECTORY = "magnetic-index"
@@ -143,19 +144,20 @@ class Snapshot:
         """The state the file holds, if it matches the cells collection; else None."""
         if self.path is None or not self.path.exists():
             return None
+        arrays: NpzArrays | None = None
         try:
-            with np.load(self.path, allow_pickle=False) as f:
-                arrays = {k: f[k] for k in f.files}
+            arrays = NpzArrays(self.path)
             meta = json.loads(bytes(arrays["meta"]).decode("utf-8"))
             reason = self._mismatch(meta)
             if reason:
                 logger.info("index snapshot %s not used: %s", self.path, reason)
                 self._drop()
                 return None
-            extra = {k[len(_EXTRA) :]: v for k, v in arrays.items() if k.startswith(_EXTRA)}
+            extra = {k[len(_EXTRA) :]: arrays[k] for k in arrays if k.startswith(_EXTRA)}
             counters = {str(k): int(v) for k, v in meta["counters"].items()}
-            index = _index(arrays, max_group_size, writer)
-            return Loaded(index, _catalog(arrays), extra, counters)
+            ids = _strings(arrays, "ids")
+            index = _index(arrays, ids, max_group_size, writer)
+            return Loaded(index, _catalog(arrays, ids), extra, counters)
         except Exception as e:  # noqa: BLE001 - any unreadable file is only a cache miss
             logger.warning(
                 "index snapshot %s is unreadable (%s: %s); rebuilding from the cells",
@@ -165,6 +167,9 @@ class Snapshot:
             )
             self._drop()
             return None
+        finally:
+            if arrays is not None:
+                arrays.close()
 
     def _drop(self) -> None:
         """Remove a file that was not used (rewritten at close from the rebuilt state)."""
@@ -253,6 +258,7 @@ def _state_arrays(index: HierIndex, catalog: Catalog, dim: int) -> dict[str, np.
     lex_terms = lex.pop("terms").tolist()
     return {
         "sizes": np.array([g.n for g in groups], np.int64),
+        "totals": index.totals,
         "vectors": np.concatenate([g.view for g in groups])
         if groups
         else np.empty((0, dim), np.float32),
@@ -277,12 +283,22 @@ def _strings(arrays: Mapping[str, np.ndarray], name: str) -> list[str]:
     return split_blob(*_text(arrays, name))
 
 
-def _index(arrays: Mapping[str, np.ndarray], max_group_size: int, writer: str) -> HierIndex:
-    vectors = np.ascontiguousarray(arrays["vectors"], np.float32)
+def _index(
+    arrays: Mapping[str, np.ndarray], ids: list[str], max_group_size: int, writer: str
+) -> HierIndex:
+    vectors = np.asarray(arrays["vectors"])
+    totals = np.asarray(arrays["totals"])
     sizes = arrays["sizes"].tolist()
-    gids, ids = _strings(arrays, "gids"), _strings(arrays, "ids")
-    if len(ids) != vectors.shape[0] or sum(sizes) != len(ids) or len(gids) != len(sizes):
-        raise ValueError("the snapshot's arrays do not agree in length")
+    gids = _strings(arrays, "gids")
+    if (
+        vectors.dtype != np.float32
+        or not vectors.flags.c_contiguous
+        or len(ids) != vectors.shape[0]
+        or sum(sizes) != len(ids)
+        or len(gids) != len(sizes)
+        or totals.shape != (len(gids), vectors.shape[1])
+    ):
+        raise ValueError("the snapshot's arrays do not agree in length or type")
     index = HierIndex(vectors.shape[1], max_group_size, writer=writer)
     start = 0
     for gid, n in zip(gids, sizes, strict=True):
@@ -293,7 +309,9 @@ def _index(arrays: Mapping[str, np.ndarray], max_group_size: int, writer: str) -
         start += n
     index.seq.update(zip(ids, arrays["seqs"].tolist(), strict=True))
     index._next_seq = int(arrays["seqs"].max()) + 1 if len(ids) else 0
-    index.finish_placing()
+    # The writer's own running sums, not sums of the vectors again: the centroids are the
+    # ones it searched with, and no vector is read before a query needs it.
+    index.finish_placing(totals)
     return index
 
 
@@ -328,8 +346,7 @@ def _text(arrays: Mapping[str, np.ndarray], name: str) -> tuple[str, np.ndarray]
     return bytes(arrays[f"{name}_blob"]).decode("utf-8"), ends
 
 
-def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
-    ids = _strings(arrays, "ids")
+def _catalog(arrays: Mapping[str, np.ndarray], ids: list[str]) -> Catalog:
     columns = RecordColumns(
         ids,
         *_text(arrays, "texts"),

@@ -230,3 +230,29 @@ def test_a_store_whose_cells_name_no_entity_reopens_from_the_snapshot(
     with caplog.at_level(logging.WARNING), _open(tmp_path) as mem:
         assert sorted(c.text for c in mem.get()) == ["stocks fell", "the cat sleeps"]
     assert "unreadable" not in caplog.text
+
+
+def test_a_snapshot_of_an_older_format_is_rebuilt_never_misread(store, caplog):
+    import json
+
+    from magnetic_core._store.index_file import FORMAT
+
+    path, view = store
+    file = path / DIRECTORY / "default.npz"
+    with np.load(file) as f:
+        arrays = {k: f[k] for k in f.files}
+    meta = json.loads(bytes(arrays["meta"]).decode())
+    assert meta["format"] == FORMAT
+    meta["format"] = 2  # before the groups' sums were kept: its centroids would be summed
+    del arrays["totals"]
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    with open(file, "wb") as fh:
+        np.savez(fh, **arrays)
+    with (
+        caplog.at_level(logging.INFO, logger="magnetic_core._store.index_file"),
+        _open(path) as mem,
+    ):
+        assert _view(mem) == view
+    assert any("format 2" in r.getMessage() for r in caplog.records)
+    with np.load(file) as f:  # the close wrote the current format
+        assert json.loads(bytes(f["meta"]).decode())["format"] == FORMAT
