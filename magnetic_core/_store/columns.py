@@ -147,6 +147,7 @@ class Records(MutableMapping[str, CellRecord]):
         )
         self._made: dict[str, CellRecord] = {}  # decoded rows and records put since
         self._gone: set[str] = set()  # rows deleted
+        self._new = 0  # records put whose id has no row (len() is asked on every search)
 
     def _stored(self, cid: str) -> bool:
         return cid in self._row and cid not in self._gone
@@ -164,6 +165,8 @@ class Records(MutableMapping[str, CellRecord]):
         return cid in self._made or (cid in self._row and cid not in self._gone)
 
     def __setitem__(self, cid: str, record: CellRecord) -> None:
+        if cid not in self._row and cid not in self._made:
+            self._new += 1
         self._made[cid] = record
         self._gone.discard(cid)
 
@@ -173,6 +176,8 @@ class Records(MutableMapping[str, CellRecord]):
             self._gone.add(cid)
         elif found is None:
             raise KeyError(cid)
+        elif cid not in self._row:
+            self._new -= 1
 
     def __iter__(self) -> Iterator[str]:
         row, gone, made = self._row, self._gone, self._made
@@ -184,11 +189,10 @@ class Records(MutableMapping[str, CellRecord]):
                 yield cid
 
     def __len__(self) -> int:
-        stored = len(self._row) - len(self._gone)
-        return stored + sum(1 for cid in self._made if cid not in self._row)
+        return len(self._row) - len(self._gone) + self._new
 
     def clear(self) -> None:
-        self._columns, self._row = None, {}
+        self._columns, self._row, self._new = None, {}, 0
         self._made.clear()
         self._gone.clear()
 

@@ -62,6 +62,11 @@ def test_records_put_deleted_and_put_again():
     records["b"] = CellRecord("back again", {}, (), 9.0, 9.0)
     records["d"] = CellRecord("new", {}, ("Ann",), 10.0, 10.0)
     assert records["b"].text == "back again" and len(records) == 4
+    del records["d"]
+    assert len(records) == 3 == len(list(records))
+    records["d"] = CellRecord("new", {}, ("Ann",), 10.0, 10.0)
+    records["d"] = records["d"]  # an upsert of a new id counts once
+    assert len(records) == 4 == len(list(records))
     assert sorted(records) == ["a", "b", "c", "d"]
     assert sorted(c for c, _ in records.entity_pairs()) == ["a", "c", "d"]
     assert [c for c, _ in records.with_links()] == ["c"]
