@@ -124,9 +124,6 @@ class RecordColumns:
         """Rows whose cell has contradiction links."""
         return np.flatnonzero(np.diff(self.link_ends, prepend=0) > 0)
 
-    def rows_with_entities(self) -> np.ndarray:
-        return np.flatnonzero(np.diff(self.entity_ends, prepend=0) > 0)
-
     def entities_of(self, i: int) -> list[str]:
         e, f = self._span(self.entity_ends, i)
         return self.entities[e:f]
@@ -221,11 +218,14 @@ class Records(MutableMapping[str, CellRecord]):
 
     def entity_pairs(self) -> Iterator[tuple[str, tuple[str, ...] | list[str]]]:
         """(cid, entities) of every cell that has entities, decoding nothing."""
-        columns = self._columns
+        columns, gone, made = self._columns, self._gone, self._made
         if columns is not None:
-            for cid, i in self._undecoded(columns.rows_with_entities()):
-                yield cid, columns.entities_of(i)
-        for cid, record in self._made.items():
+            ids, entities, start = columns.ids, columns.entities, 0
+            for i, end in enumerate(columns.entity_ends.tolist()):
+                if end > start and ids[i] not in gone and ids[i] not in made:
+                    yield ids[i], entities[start:end]
+                start = end
+        for cid, record in made.items():
             if record.entities:
                 yield cid, record.entities
 

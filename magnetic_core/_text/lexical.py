@@ -21,7 +21,7 @@ import math
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +52,45 @@ class _Flat:
         return self.docs[lo:hi], self.tfs[lo:hi]
 
 
+class _DocTerms(MutableMapping[int, tuple[str, ...]]):
+    """Document -> its distinct terms: the flat arrays' documents, then those set since."""
+
+    def __init__(self, flat: _Flat) -> None:
+        self._flat = flat
+        self._set: dict[int, tuple[str, ...]] = {}
+        self._gone: set[int] = set()
+        self._n = flat.doc_term_starts.shape[0] - 1
+
+    def _flat_has(self, doc: int) -> bool:
+        return 0 <= doc < self._n and doc not in self._gone
+
+    def __getitem__(self, doc: int) -> tuple[str, ...]:
+        found = self._set.get(doc)
+        if found is not None:
+            return found
+        if not self._flat_has(doc):
+            raise KeyError(doc)
+        flat = self._flat
+        lo, hi = int(flat.doc_term_starts[doc]), int(flat.doc_term_starts[doc + 1])
+        return tuple(flat.terms[t] for t in flat.doc_terms[lo:hi].tolist())
+
+    def __setitem__(self, doc: int, terms: tuple[str, ...]) -> None:
+        self._set[doc] = terms
+
+    def __delitem__(self, doc: int) -> None:
+        if self._set.pop(doc, None) is None and not self._flat_has(doc):
+            raise KeyError(doc)
+        if 0 <= doc < self._n:
+            self._gone.add(doc)
+
+    def __iter__(self) -> Iterator[int]:
+        yield from (d for d in range(self._n) if d not in self._gone and d not in self._set)
+        yield from self._set
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class LexicalIndex:
     """An incremental BM25 index keyed by cell id.
 
@@ -79,7 +118,7 @@ class LexicalIndex:
         self._docno: dict[str, int] = {}
         self._cids: list[str | None] = []
         self._length = array("f")
-        self._doc_terms: dict[int, tuple[str, ...]] = {}
+        self._doc_terms: MutableMapping[int, tuple[str, ...]] = {}
         self._postings: dict[str, tuple[array, array]] = {}
         self._total_length = 0.0
 
@@ -331,10 +370,6 @@ class LexicalIndex:
                 d.frombytes(flat.docs[starts[i] : starts[i + 1]].tobytes())
                 f.frombytes(flat.tfs[starts[i] : starts[i + 1]].tobytes())
                 postings[term] = (d, f)
-            words = [flat.terms[t] for t in flat.doc_terms.tolist()]
-            bounds = flat.doc_term_starts.tolist()
-            self._doc_terms = {
-                doc: tuple(words[bounds[doc] : bounds[doc + 1]]) for doc in range(len(self._cids))
-            }
+            self._doc_terms = _DocTerms(flat)  # made per document when it is next needed
             self._postings = postings
             self._flat = None
