@@ -169,7 +169,7 @@ def _stores(
     if reuse and record.is_file():
         kept = json.loads(record.read_text())
         if kept["n"] == len(ids):
-            return kept
+            return {**kept, "ingest_reused": True}
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     out: dict[str, Any] = {"n": len(ids)}
@@ -288,6 +288,11 @@ def table(r: dict[str, Any]) -> str:
         f"one run; MagneticMemory formed {r['magnetic']['groups']} groups, its close "
         f"(group cache + snapshot) took {r['magnetic']['close_s']} s.\n\n"
     )
+    if r.get("ingest_reused"):
+        head += (
+            "The ingest rates are those of the earlier ingest kept with `--reuse` (measured "
+            "then, on the same machine); the opens were measured in this run.\n\n"
+        )
     return head + common.markdown_table(
         ["measure", "MagneticMemory", "Chroma", "ratio", "target"], rows
     )
