@@ -193,13 +193,6 @@ class Records(MutableMapping[str, CellRecord]):
         self._made.clear()
         self._gone.clear()
 
-    def get_text(self, cid: str) -> str:
-        """A cell's text, without decoding the rest of its record."""
-        record = self._made.get(cid)
-        if record is not None or not self._stored(cid) or self._columns is None:
-            return self[cid].text
-        return self._columns.text(self._row[cid])
-
     def stored(self, cid: str) -> StoredFields:
         """A cell's record as a snapshot stores it; a row never read is not decoded."""
         if cid not in self._made and self._stored(cid) and self._columns is not None:
