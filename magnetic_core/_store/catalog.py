@@ -6,7 +6,7 @@ import math
 import re
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from magnetic_core._search.context import Threads
 from magnetic_core._store.columns import RecordColumns, Records
@@ -153,11 +153,9 @@ class Catalog:
         term_counts: Counter[str] = Counter()
         entity_counts: Counter[str] = Counter()
         for cid in sample:
-            record = self.records[cid]
-            if not record.terms and record.text:  # opened from a snapshot: words from text
-                record.terms = tuple(dict.fromkeys(terms(record.text)))
-            term_counts.update(record.terms)
-            entity_counts.update(record.entities)
+            cell_words, cell_entities = self._label_words(cid)
+            term_counts.update(cell_words)
+            entity_counts.update(cell_entities)
         n = max(len(self.records), 1)
         df = self.lexical.df
 
@@ -186,6 +184,21 @@ class Catalog:
         # The member list is kept so that its identity marks the same group.
         self._labels[gid] = (version, label, top_entities, member_ids)
         return label, top_entities
+
+    def _label_words(self, cid: str) -> tuple[Sequence[str], Sequence[str]]:
+        """A cell's distinct words and its entities, for a label.
+
+        A record still in the snapshot's columns is read without being decoded or kept:
+        labelling every group a search shows would otherwise decode (and hold) up to a
+        hundred records per group, most of the store after a few hundred searches.
+        """
+        record = self.records.decoded(cid)
+        if record is None:
+            text, entities = self.records.text_and_entities(cid)
+            return tuple(dict.fromkeys(terms(text))), entities
+        if not record.terms and record.text:  # opened from a snapshot: words from text
+            record.terms = tuple(dict.fromkeys(terms(record.text)))
+        return record.terms, record.entities
 
     def forget_label(self, gid: str) -> None:
         self._labels.pop(gid, None)

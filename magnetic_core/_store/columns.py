@@ -193,6 +193,26 @@ class Records(MutableMapping[str, CellRecord]):
         self._made.clear()
         self._gone.clear()
 
+    def decoded(self, cid: str) -> CellRecord | None:
+        """The cell's record if it was decoded or put; None while it is only in the columns.
+
+        Raises:
+            KeyError: no such cell.
+        """
+        record = self._made.get(cid)
+        if record is None and not self._stored(cid):
+            raise KeyError(cid)
+        return record
+
+    def text_and_entities(self, cid: str) -> tuple[str, Sequence[str]]:
+        """A cell's text and entities, read from the columns without decoding the record."""
+        record = self._made.get(cid)
+        if record is not None or not self._stored(cid) or self._columns is None:
+            record = self[cid]
+            return record.text, record.entities
+        row = self._row[cid]
+        return self._columns.text(row), self._columns.entities_of(row)
+
     def stored(self, cid: str) -> StoredFields:
         """A cell's record as a snapshot stores it; a row never read is not decoded."""
         if cid not in self._made and self._stored(cid) and self._columns is not None:

@@ -124,3 +124,20 @@ def test_a_memory_opened_from_columns_behaves_as_one_rebuilt(tmp_path, monkeypat
     monkeypatch.undo()
     with _open(tmp_path) as mem:  # and what they wrote is what the next open sees
         assert mem.get(["x"])[0].text == "Bob broke deploy.sh again" and mem.count() == 14
+
+
+def test_labelling_a_group_reads_its_words_without_holding_its_records():
+    from magnetic_core._store.catalog import Catalog
+
+    originals = {
+        f"b{i}": CellRecord(text, {}, ("Sourdough Club",), float(i), float(i))
+        for i, text in enumerate(["sourdough bread rises", "bread dough, sourdough", "bread oven"])
+    }
+    catalog = Catalog(_columns(originals))
+    label, entities = catalog.label("g1", 1, list(originals))
+    assert "bread" in label and entities == ("Sourdough Club",)
+    assert all(catalog.records.decoded(c) is None for c in originals)  # nothing kept
+    catalog.records["b0"].metadata["seen"] = True  # a read does decode and keep
+    assert catalog.records.decoded("b0") is catalog.records["b0"]
+    with pytest.raises(KeyError):
+        catalog.records.decoded("missing")
