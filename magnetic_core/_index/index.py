@@ -185,10 +185,23 @@ class HierIndex:
         self.loc[cid] = group
         self.seq[cid] = self._take_seq(seq)
 
-    def finish_placing(self) -> None:
-        """Recompute every centroid (after a run of :meth:`place`)."""
+    @property
+    def totals(self) -> np.ndarray:
+        """The live (G, d) float64 sums of the groups' members, by slot (a view)."""
+        return self._totals[: len(self.slot_groups)]
+
+    def finish_placing(self, totals: np.ndarray | None = None) -> None:
+        """Recompute every centroid (after a run of :meth:`place`).
+
+        Args:
+            totals: the groups' sums by slot, as :attr:`totals` gave them (from a
+                snapshot); summed from the members when not given.
+        """
+        if totals is not None:
+            self._totals[: len(self.slot_groups)] = totals
         for group in self.slot_groups:
-            group.total[:] = group.view.sum(axis=0, dtype=np.float64)
+            if totals is None:
+                group.total[:] = group.view.sum(axis=0, dtype=np.float64)
             self._refresh(group)
         if self.rebalance_from > 0:
             # Resume the schedule where a store that grew to this size would be.

@@ -167,6 +167,20 @@ def assign_rows(
         g: live slots; cap: the size cap; count: cells stored; next_rebalance: the count
             that triggers a rebalance (-1: never).
     """
+    # One loop on purpose: each row's decision reads the scores the previous row's join
+    # just rewrote (sequential by nature), and every event that needs Python (a stored id,
+    # a score too close to call, a split, a drifted centroid, a rebalance) returns the row
+    # to resume from, so a chunk crosses the compiled boundary only at events. Split into
+    # helper kernels, numba inlines them anyway; the phases of one row are:
+    #   1. decide: the caller's exact decision for the first row, else the best slot by
+    #      the maintained scores (-2: within the error bound ``eps``, decided exactly);
+    #   2. found a group (s == -1): the next slot, its sum, norm and size zeroed;
+    #   3. join: add the row to the slot's sum (``_join``) and record where it went;
+    #   4. keep the scores exact enough: rewrite the slot's column of ``sims`` from the
+    #      Gram matrix and widen ``eps`` by the bound of the rewrites so far, or return
+    #      for an exact refresh when the sum is too short against its mass
+    #      (``m * m > 9 * n2``) for the incremental rewrite to be trusted;
+    #   5. events after the join: the size cap (split) and the rebalance count.
     b = x.shape[0]
     eps = scalars[2]
     for i in range(start, b):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from magnetic_core._search.context import Threads
+from magnetic_core._store.columns import RecordColumns, Records
 from magnetic_core._store.record import CellRecord
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core._text.tokenize import terms
@@ -41,48 +43,85 @@ def _entity_labels(entity: str) -> bool:
 
 class Catalog:
     """Cell records, an inverted index entity -> cells, the BM25 index of their words, and
-    the conversation threads they belong to."""
+    the conversation threads they belong to.
 
-    def __init__(self) -> None:
-        self.records: dict[str, CellRecord] = {}
-        self.entity_cells: dict[str, set[str]] = defaultdict(set)
-        self.lexical = LexicalIndex()
-        self.threads = Threads()
+    Args:
+        columns: records read back from a snapshot, decoded as they are read; the entity
+            index and the threads over them are built the first time they are needed.
+        lexical: the BM25 index over ``columns``' texts (from the same snapshot).
+    """
+
+    def __init__(
+        self, columns: RecordColumns | None = None, lexical: LexicalIndex | None = None
+    ) -> None:
+        self.records = Records(columns)
+        self.lexical = lexical if lexical is not None else LexicalIndex()
+        lazy = columns is not None and len(columns) > 0
+        self._entity_cells: dict[str, set[str]] | None = None if lazy else defaultdict(set)
+        self._threads: Threads | None = None if lazy else Threads()
+        self._building = threading.Lock()  # searches build the lazy parts under a read lock
         self._labels: dict[str, tuple[int, str, tuple[str, ...], list[str]]] = {}
 
     def __len__(self) -> int:
         return len(self.records)
 
+    @property
+    def entity_cells(self) -> dict[str, set[str]]:
+        """Entity -> the cells holding it."""
+        if self._entity_cells is None:
+            with self._building:
+                if self._entity_cells is None:
+                    cells: defaultdict[str, set[str]] = defaultdict(set)
+                    for cid, entities in self.records.entity_pairs():
+                        for entity in entities:
+                            cells[entity].add(cid)
+                    self._entity_cells = cells
+        return self._entity_cells
+
+    @property
+    def threads(self) -> Threads:
+        """The conversation threads of the cells that have one."""
+        if self._threads is None:
+            with self._building:
+                if self._threads is None:
+                    threads = Threads()
+                    for cid, record in self.records.with_metadata():
+                        threads.add(cid, record.metadata, record.created_at)
+                    self._threads = threads
+        return self._threads
+
     def put(self, cid: str, record: CellRecord) -> None:
+        entity_cells, threads = self.entity_cells, self.threads  # built before any change
         if cid in self.records:
             self.drop(cid)
         distinct = self.lexical.add(cid, record.text)
         if not record.terms:
             record.terms = distinct
         self.records[cid] = record
-        self.threads.add(cid, record.metadata, record.created_at)
+        threads.add(cid, record.metadata, record.created_at)
         for entity in record.entities:
-            self.entity_cells[entity].add(cid)
+            entity_cells[entity].add(cid)
 
     def drop(self, cid: str) -> CellRecord | None:
+        entity_cells, threads = self.entity_cells, self.threads
         record = self.records.pop(cid, None)
         if record is None:
             return None
         self.lexical.remove(cid)
-        self.threads.remove(cid)
+        threads.remove(cid)
         for entity in record.entities:
-            cells = self.entity_cells.get(entity)
+            cells = entity_cells.get(entity)
             if cells is not None:
                 cells.discard(cid)
                 if not cells:
-                    del self.entity_cells[entity]
+                    del entity_cells[entity]
         return record
 
     def clear(self) -> None:
         self.records.clear()
-        self.entity_cells.clear()
+        self._entity_cells = defaultdict(set)
         self.lexical.clear()
-        self.threads.clear()
+        self._threads = Threads()
         self._labels.clear()
 
     def cells_with(self, entities: Iterable[str], max_share: float) -> set[str]:
@@ -114,11 +153,9 @@ class Catalog:
         term_counts: Counter[str] = Counter()
         entity_counts: Counter[str] = Counter()
         for cid in sample:
-            record = self.records[cid]
-            if not record.terms and record.text:  # opened from a snapshot: words from text
-                record.terms = tuple(dict.fromkeys(terms(record.text)))
-            term_counts.update(record.terms)
-            entity_counts.update(record.entities)
+            cell_words, cell_entities = self._label_words(cid)
+            term_counts.update(cell_words)
+            entity_counts.update(cell_entities)
         n = max(len(self.records), 1)
         df = self.lexical.df
 
@@ -147,6 +184,21 @@ class Catalog:
         # The member list is kept so that its identity marks the same group.
         self._labels[gid] = (version, label, top_entities, member_ids)
         return label, top_entities
+
+    def _label_words(self, cid: str) -> tuple[Sequence[str], Sequence[str]]:
+        """A cell's distinct words and its entities, for a label.
+
+        A record still in the snapshot's columns is read without being decoded or kept:
+        labelling every group a search shows would otherwise decode (and hold) up to a
+        hundred records per group, most of the store after a few hundred searches.
+        """
+        record = self.records.decoded(cid)
+        if record is None:
+            text, entities = self.records.text_and_entities(cid)
+            return tuple(dict.fromkeys(terms(text))), entities
+        if not record.terms and record.text:  # opened from a snapshot: words from text
+            record.terms = tuple(dict.fromkeys(terms(record.text)))
+        return record.terms, record.entities
 
     def forget_label(self, gid: str) -> None:
         self._labels.pop(gid, None)

@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import uuid
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,9 +41,9 @@ import numpy as np
 
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._store.catalog import Catalog
-from magnetic_core._store.codec import metadata_from_json, metadata_to_json
+from magnetic_core._store.columns import RecordColumns, split_blob
+from magnetic_core._store.npz import NpzArrays
 from magnetic_core._store.persistence import ChromaStore
-from magnetic_core._store.record import CellRecord
 from magnetic_core._text.lexical import LexicalIndex, index_terms
 from magnetic_core.errors import PersistenceError
 
@@ -52,7 +51,7 @@ __all__ = ["Loaded", "Snapshot", "snapshot_path"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3  # 3: the groups' running sums ("totals"); large arrays are memory-mapped
 _EXTRA = "extra_"
 _LEX_ARRAYS = ("lengths", "term_starts", "docs", "tfs", "doc_terms", "doc_term_starts")
 DIRECTORY = "magnetic-index"
@@ -145,19 +144,20 @@ class Snapshot:
         """The state the file holds, if it matches the cells collection; else None."""
         if self.path is None or not self.path.exists():
             return None
+        arrays: NpzArrays | None = None
         try:
-            with np.load(self.path, allow_pickle=False) as f:
-                arrays = {k: f[k] for k in f.files}
+            arrays = NpzArrays(self.path)
             meta = json.loads(bytes(arrays["meta"]).decode("utf-8"))
             reason = self._mismatch(meta)
             if reason:
                 logger.info("index snapshot %s not used: %s", self.path, reason)
                 self._drop()
                 return None
-            extra = {k[len(_EXTRA) :]: v for k, v in arrays.items() if k.startswith(_EXTRA)}
+            extra = {k[len(_EXTRA) :]: arrays[k] for k in arrays if k.startswith(_EXTRA)}
             counters = {str(k): int(v) for k, v in meta["counters"].items()}
-            index = _index(arrays, max_group_size, writer)
-            return Loaded(index, _catalog(arrays), extra, counters)
+            ids = _strings(arrays, "ids")
+            index = _index(arrays, ids, max_group_size, writer)
+            return Loaded(index, _catalog(arrays, ids), extra, counters)
         except Exception as e:  # noqa: BLE001 - any unreadable file is only a cache miss
             logger.warning(
                 "index snapshot %s is unreadable (%s: %s); rebuilding from the cells",
@@ -167,6 +167,9 @@ class Snapshot:
             )
             self._drop()
             return None
+        finally:
+            if arrays is not None:
+                arrays.close()
 
     def _drop(self) -> None:
         """Remove a file that was not used (rewritten at close from the rebuilt state)."""
@@ -213,11 +216,7 @@ class Snapshot:
         """
         if self.path is None:
             return
-        groups = list(index.slot_groups)
-        ids = [cid for g in groups for cid in g.ids]
-        lex = catalog.lexical.export_arrays()
-        lex_cids = lex.pop("cids").tolist()
-        lex_terms = lex.pop("terms").tolist()
+        state = _state_arrays(index, catalog, self.dim)
         epoch = uuid.uuid4().hex
         self.store.save_settings(**{EPOCH_KEY: epoch})  # before the file: a crash leaves none
         self.epoch, self._dirty = epoch, False
@@ -230,19 +229,9 @@ class Snapshot:
             "rows": int(self.store.cells.count()),
             "counters": self.store.writer_counters(),
         }
-        arrays: dict[str, np.ndarray] = {
+        arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode("utf-8"), np.uint8),
-            "sizes": np.array([g.n for g in groups], np.int64),
-            "vectors": np.concatenate([g.view for g in groups])
-            if groups
-            else np.empty((0, self.dim), np.float32),
-            "seqs": np.array([index.seq[c] for c in ids], np.int64),
-            **_blob("gids", [g.gid for g in groups]),
-            **_blob("ids", ids),
-            **_records(catalog, ids),
-            **_blob("lex_cids", lex_cids),
-            **_blob("lex_terms", lex_terms),
-            **{f"lex_{k}": v for k, v in lex.items()},
+            **state,
             **{f"{_EXTRA}{k}": np.asarray(v) for k, v in (extra or {}).items()},
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -256,10 +245,33 @@ class Snapshot:
         finally:
             tmp.unlink(missing_ok=True)
         self._present = True
-        logger.info("wrote index snapshot %s (%d cells)", self.path, len(ids))
+        logger.info("wrote index snapshot %s (%d cells)", self.path, len(index))
 
 
 # -- arrays <-> state ----------------------------------------------------------------------
+def _state_arrays(index: HierIndex, catalog: Catalog, dim: int) -> dict[str, np.ndarray]:
+    """The groups (blocks of ids, vectors, sequence numbers), records and BM25 postings."""
+    groups = list(index.slot_groups)
+    ids = [cid for g in groups for cid in g.ids]
+    lex = catalog.lexical.export_arrays()
+    lex_cids = lex.pop("cids").tolist()
+    lex_terms = lex.pop("terms").tolist()
+    return {
+        "sizes": np.array([g.n for g in groups], np.int64),
+        "totals": index.totals,
+        "vectors": np.concatenate([g.view for g in groups])
+        if groups
+        else np.empty((0, dim), np.float32),
+        "seqs": np.array([index.seq[c] for c in ids], np.int64),
+        **_blob("gids", [g.gid for g in groups]),
+        **_blob("ids", ids),
+        **_records(catalog, ids),
+        **_blob("lex_cids", lex_cids),
+        **_blob("lex_terms", lex_terms),
+        **{f"lex_{k}": v for k, v in lex.items()},
+    }
+
+
 def _blob(name: str, strings: list[str]) -> dict[str, np.ndarray]:
     """Strings as one UTF-8 blob and character offsets (no pickled object arrays)."""
     text = "".join(strings)
@@ -268,18 +280,25 @@ def _blob(name: str, strings: list[str]) -> dict[str, np.ndarray]:
 
 
 def _strings(arrays: Mapping[str, np.ndarray], name: str) -> list[str]:
-    text = bytes(arrays[f"{name}_blob"]).decode("utf-8")
-    ends = arrays[f"{name}_ends"].tolist()
-    starts = [0, *ends[:-1]] if ends else []  # an empty list has no first start
-    return [text[a:b] for a, b in zip(starts, ends, strict=True)]
+    return split_blob(*_text(arrays, name))
 
 
-def _index(arrays: Mapping[str, np.ndarray], max_group_size: int, writer: str) -> HierIndex:
-    vectors = np.ascontiguousarray(arrays["vectors"], np.float32)
+def _index(
+    arrays: Mapping[str, np.ndarray], ids: list[str], max_group_size: int, writer: str
+) -> HierIndex:
+    vectors = np.asarray(arrays["vectors"])
+    totals = np.asarray(arrays["totals"])
     sizes = arrays["sizes"].tolist()
-    gids, ids = _strings(arrays, "gids"), _strings(arrays, "ids")
-    if len(ids) != vectors.shape[0] or sum(sizes) != len(ids) or len(gids) != len(sizes):
-        raise ValueError("the snapshot's arrays do not agree in length")
+    gids = _strings(arrays, "gids")
+    if (
+        vectors.dtype != np.float32
+        or not vectors.flags.c_contiguous
+        or len(ids) != vectors.shape[0]
+        or sum(sizes) != len(ids)
+        or len(gids) != len(sizes)
+        or totals.shape != (len(gids), vectors.shape[1])
+    ):
+        raise ValueError("the snapshot's arrays do not agree in length or type")
     index = HierIndex(vectors.shape[1], max_group_size, writer=writer)
     start = 0
     for gid, n in zip(gids, sizes, strict=True):
@@ -290,75 +309,59 @@ def _index(arrays: Mapping[str, np.ndarray], max_group_size: int, writer: str) -
         start += n
     index.seq.update(zip(ids, arrays["seqs"].tolist(), strict=True))
     index._next_seq = int(arrays["seqs"].max()) + 1 if len(ids) else 0
-    index.finish_placing()
+    # The writer's own running sums, not sums of the vectors again: the centroids are the
+    # ones it searched with, and no vector is read before a query needs it.
+    index.finish_placing(totals)
     return index
 
 
 def _fill(group: Group, ids: list[str], vectors: np.ndarray) -> None:
-    # An eighth to spare, not the next power of two (which wastes a quarter on average):
-    # a group that fills up doubles as usual.
-    capacity = len(ids) + max(8, len(ids) // 8)
-    block = np.empty((capacity, vectors.shape[1]), np.float32)
-    block[: len(ids)] = vectors
-    group.vecs, group.ids, group.n = block, ids, len(ids)
+    # The block is the group's rows of the loaded array, not a copy: opening copies no
+    # vectors, and a group that grows copies its own rows out (Group.grow) as usual.
+    group.vecs, group.ids, group.n = vectors, ids, len(ids)
     group.rows = dict(zip(ids, range(len(ids))))
     group.version = len(ids)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _records(catalog: Catalog, ids: list[str]) -> dict[str, np.ndarray]:
-    """The cell records as columns; metadata and links (mostly absent) as JSON strings."""
-    records = [catalog.records[c] for c in ids]
-    entities = [e for r in records for e in r.entities]
+    """The cell records as columns; metadata and links (mostly absent) as JSON strings.
+
+    Records never read since the last open are copied from the columns they came from.
+    """
+    stored = [catalog.records.stored(c) for c in ids]
     return {
-        **_blob("texts", [r.text for r in records]),
-        "created": np.array([r.created_at for r in records], np.float64),
-        "updated": np.array([r.updated_at for r in records], np.float64),
-        "entity_counts": np.array([len(r.entities) for r in records], np.int64),
-        **_blob("entities", entities),
-        **_blob(
-            "metas", [_json(metadata_to_json(r.metadata)) if r.metadata else "" for r in records]
-        ),
-        **_blob(
-            "links", [json.dumps(r.contradictions) if r.contradictions else "" for r in records]
-        ),
+        **_blob("texts", [r.text for r in stored]),
+        "created": np.array([r.created_at for r in stored], np.float64),
+        "updated": np.array([r.updated_at for r in stored], np.float64),
+        "entity_counts": np.array([len(r.entities) for r in stored], np.int64),
+        **_blob("entities", [e for r in stored for e in r.entities]),
+        **_blob("metas", [r.metadata for r in stored]),
+        **_blob("links", [r.links for r in stored]),
     }
 
 
-def _catalog(arrays: Mapping[str, np.ndarray]) -> Catalog:
-    ids, texts = _strings(arrays, "ids"), _strings(arrays, "texts")
-    metas, links = _strings(arrays, "metas"), _strings(arrays, "links")
-    entities = _strings(arrays, "entities")
-    ends = np.cumsum(arrays["entity_counts"]).tolist()
-    created, updated = arrays["created"].tolist(), arrays["updated"].tolist()
+def _text(arrays: Mapping[str, np.ndarray], name: str) -> tuple[str, np.ndarray]:
+    """One blob column as a single string and its end offsets (split on access)."""
+    ends = np.asarray(arrays[f"{name}_ends"], np.int64)
+    return bytes(arrays[f"{name}_blob"]).decode("utf-8"), ends
+
+
+def _catalog(arrays: Mapping[str, np.ndarray], ids: list[str]) -> Catalog:
+    columns = RecordColumns(
+        ids,
+        *_text(arrays, "texts"),
+        *_text(arrays, "metas"),
+        *_text(arrays, "links"),
+        _strings(arrays, "entities"),
+        np.cumsum(arrays["entity_counts"], dtype=np.int64),
+        np.asarray(arrays["created"], np.float64),
+        np.asarray(arrays["updated"], np.float64),
+    )
     lex_arrays = {k: arrays[f"lex_{k}"] for k in _LEX_ARRAYS}
     lex_cids, lex_terms = _strings(arrays, "lex_cids"), _strings(arrays, "lex_terms")
     # The snapshot keeps the stems BM25 indexes, not the words a label shows: records get
     # their words from their text when a label first needs them (Catalog.label).
-    lexical, _ = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms)
-    catalog = Catalog()
-    catalog.lexical = lexical
-    entity_cells: defaultdict[str, set[str]] = catalog.entity_cells  # type: ignore[assignment]
-    records = catalog.records
-    start = 0
-    for i, cid in enumerate(ids):
-        ents = tuple(entities[start : ends[i]])
-        start = ends[i]
-        records[cid] = CellRecord(
-            text=texts[i],
-            metadata=metadata_from_json(json.loads(metas[i])) if metas[i] else {},
-            entities=ents,
-            created_at=created[i],
-            updated_at=updated[i],
-            contradictions=json.loads(links[i]) if links[i] else [],
-        )
-        for entity in ents:
-            entity_cells[entity].add(cid)
-        if metas[i]:  # a cell without metadata belongs to no conversation thread
-            catalog.threads.add(cid, records[cid].metadata, created[i])
-    if len(lexical) != len(catalog.records):
+    lexical = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms)
+    if len(lexical) != len(columns):
         raise ValueError("the snapshot's BM25 postings and cells disagree")
-    return catalog
+    return Catalog(columns, lexical)

@@ -118,7 +118,7 @@ class StoreLifecycle:
         self._index, self._catalog = state.index, state.catalog
         self._calibration, self._writeback = state.calibration, state.writeback
         self._superseded = {
-            c for c, r in self._catalog.records.items() if superseded_by(r.contradictions)
+            c for c, r in self._catalog.records.with_links() if superseded_by(r.contradictions)
         }
         self._clock.seen = state.seen
         self._stale = None

@@ -12,13 +12,14 @@ settings: it is paid for on every write and never used.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from magnetic_core._store.calls import HINT, filler
 from magnetic_core._store.client import check_namespace, open_client, read_settings, read_stamp
+from magnetic_core._store.group_rows import JOURNAL_KEY, GroupRows
 from magnetic_core._store.rebuild import finish_interrupted, rebuild
 from magnetic_core._store.record import ROW_KEY, StoredCell, decode_row, encode_row
 from magnetic_core.errors import (
@@ -28,6 +29,7 @@ from magnetic_core.errors import (
 )
 
 __all__ = [
+    "JOURNAL_KEY",
     "ROW_KEY",
     "SCHEMA_VERSION",
     "ChromaStore",
@@ -54,18 +56,22 @@ _READS = (2, 3)
 # now on: a store created with 2 links is rebuilt once when opened (magnetic_core._store.rebuild).
 _COLLECTION_CONFIG = {"hnsw": {"space": "cosine"}}
 _FRAGILE_LINKS = 4
+# Chroma persists a collection's HNSW every ``sync_threshold`` writes (1000 by default) and,
+# when a client first reads the collection, replays every write since into the index. The
+# groups collection is small but rewritten in bulk (the group cache, journal rows), and its
+# replays are HNSW updates of existing ids: 612 of them took 1.7 s of a 100K store's cold
+# open, for a read that needs no vector index. Persisting it every 100 writes (Chroma's
+# batch size; the file is a few MB even at 1M cells) bounds that to about 0.3 s.
+_GROUPS_SYNC = 100
 # Reserved metadata keys beside ROW_KEY: a writer's change counter row (not a cell) and the
 # transaction that wrote a row (only on writes spanning several batches).
 WRITER_KEY = "_mag_w"
 TXN_KEY = "_mag_t"
-# Marks a journal row in the groups collection (see magnetic_core._store.journal).
-JOURNAL_KEY = "_mag_j"
-_HINT = "check the Chroma path or server; the memory reloads what is stored once Chroma answers"
 # Settings that describe how the store was built; clear() keeps them.
 _STAMP_KEYS = ("mag_embedder", "mag_dim", "mag_schema", "mag_join_threshold")
 
 
-class ChromaStore:
+class ChromaStore(GroupRows):
     """Reads and writes one namespace of cells and groups in a Chroma client.
 
     Args:
@@ -75,12 +81,9 @@ class ChromaStore:
 
     def __init__(self, client: Any, namespace: str) -> None:
         check_namespace(namespace)
+        super().__init__(namespace)
         self.client = client
-        self.namespace = namespace
         self.cells: Any = None
-        self.groups: Any = None
-        self.log: Any = None
-        self.batch = 1
         # Called before every change to the cells (magnetic_core._store.index_file drops
         # its snapshot there, so a snapshot never outlives a write it does not hold).
         self.before_write: Callable[[], None] | None = None
@@ -91,12 +94,13 @@ class ChromaStore:
             finish_interrupted(self.client, self._names())
             self.batch = int(self.client.get_max_batch_size())
             self.cells, self.groups = (self._collection(name) for name in self._names())
+            _bound_replay(self.groups)
             # The journal's rows live beside the group cache (same dimension), told apart
             # by JOURNAL_KEY: two collections per namespace, whatever happens.
             self.log = self.groups
         except Exception as e:
             raise PersistenceError(
-                f"cannot open namespace {self.namespace!r} in Chroma: {e}", hint=_HINT
+                f"cannot open namespace {self.namespace!r} in Chroma: {e}", hint=HINT
             ) from e
         return self
 
@@ -232,7 +236,7 @@ class ChromaStore:
                 return
         if counter is not None:
             ids.append(counter[0])
-            vectors = np.vstack([vectors, _filler(vectors.shape[1])])
+            vectors = np.vstack([vectors, filler(vectors.shape[1])])
             texts.append("")
             metas.append({WRITER_KEY: counter[1]})
         for start in range(0, len(ids), self.batch):
@@ -291,69 +295,6 @@ class ChromaStore:
         for start in range(0, len(ids), self.batch):
             self._call("delete cells", self.cells.delete, ids=list(ids[start : start + self.batch]))
 
-    # -- groups ----------------------------------------------------------------------
-    def write_groups(
-        self, gids: Sequence[str], centroids: np.ndarray, sizes: Sequence[int]
-    ) -> None:
-        for start in range(0, len(gids), self.batch):
-            end = start + self.batch
-            self._call(
-                "write groups",
-                self.groups.upsert,
-                ids=list(gids[start:end]),
-                embeddings=centroids[start:end],
-                metadatas=[{"size": int(s)} for s in sizes[start:end]],
-            )
-
-    def delete_groups(self, gids: Sequence[str]) -> None:
-        for start in range(0, len(gids), self.batch):
-            self._call(
-                "delete groups", self.groups.delete, ids=list(gids[start : start + self.batch])
-            )
-
-    def group_cache(self) -> dict[str, tuple[int, np.ndarray]]:
-        """Cached ``(size, centroid)`` of each group by id, as stored."""
-        got = self._call("list groups", self.groups.get, include=["metadatas", "embeddings"])
-        return {
-            gid: (int((meta or {}).get("size", -1)), np.asarray(vec, np.float32))
-            for gid, meta, vec in zip(got["ids"], got["metadatas"], got["embeddings"], strict=True)
-            if JOURNAL_KEY not in (meta or {})
-        }
-
-    # -- the journal (rows in the groups collection) -------------------------------------
-    def log_write(
-        self,
-        ids: Sequence[str],
-        vectors: np.ndarray | None,
-        metadatas: Sequence[Mapping[str, Any]],
-        documents: Sequence[str] | None = None,
-        *,
-        dim: int,
-    ) -> None:
-        """Upsert journal rows (rows without a vector get a filler one)."""
-        if vectors is None:
-            vectors = np.repeat(_filler(dim), len(ids), axis=0)
-        for start in range(0, len(ids), self.batch):
-            end = start + self.batch
-            self._call(
-                "write the journal",
-                self.log.upsert,
-                ids=list(ids[start:end]),
-                embeddings=vectors[start:end],
-                metadatas=[dict(m) for m in metadatas[start:end]],
-                documents=None if documents is None else list(documents[start:end]),
-            )
-
-    def log_read(self, where: Mapping[str, Any], *, full: bool = False) -> dict[str, Any]:
-        """Journal rows matching ``where`` (with vectors and documents when ``full``)."""
-        include = ["metadatas", "embeddings", "documents"] if full else ["metadatas"]
-        got = self._call("read the journal", self.log.get, where=dict(where), include=include)
-        return dict(got)
-
-    def log_delete(self, where: Mapping[str, Any]) -> None:
-        """Delete the journal rows matching ``where``."""
-        self._call("clean the journal", self.log.delete, where=dict(where))
-
     def clear(self) -> None:
         """Delete every row of the namespace's collections, keeping the stamp."""
         self._touch()
@@ -369,42 +310,28 @@ class ChromaStore:
         if self.before_write is not None:
             self.before_write()
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        # A Chroma server can fail a read of a segment another client is writing with
-        # "Nothing found on disk" (chroma-core/chroma#4212); the same read succeeds a moment
-        # later, so reads (never writes) are tried again a few times before giving up. Under
-        # load the same race also surfaces as "Error finding id" (seen in a two-writer test).
-        waits = _READ_RETRIES if getattr(fn, "__name__", "") in _READ_CALLS else ()
-        for wait in waits:
-            try:
-                return fn(*args, **kwargs)
-            except Exception as e:
-                if not any(text in str(e) for text in _TRANSIENT):
-                    raise self._failed(what, e) from e
-                logger.info("Chroma read %r failed transiently, retrying: %s", what, e)
-                time.sleep(wait)
-        try:
-            return fn(*args, **kwargs)
-        except Exception as e:
-            raise self._failed(what, e) from e
-
-    def _failed(self, what: str, e: Exception) -> PersistenceError:
-        return PersistenceError(
-            f"Chroma failed to {what} in namespace {self.namespace!r}: {e}",
-            hint=_HINT,
-        )
-
 
 # Fewest new rows for which add + a separate counter call beats one upsert (each Chroma
 # write call costs about as much as 60 rows of the difference between the two).
 _ADD_FROM = 256
-_READ_CALLS = frozenset({"get", "count", "query", "peek"})
-_READ_RETRIES = (0.05, 0.2, 0.5, 1.0)
-_TRANSIENT = ("Nothing found on disk", "Error finding id")
 
 
-def _filler(dim: int) -> np.ndarray:
-    """A unit vector for rows that are not cells (Chroma wants an embedding on every row)."""
-    row = np.zeros((1, dim), np.float32)
-    row[0, 0] = 1.0
-    return row
+def _bound_replay(collection: Any) -> None:
+    """Make Chroma persist the collection's HNSW at least every ``_GROUPS_SYNC`` writes.
+
+    Applied to existing collections too (a configuration update Chroma allows at any time);
+    it takes effect from the collection's next write. Only a speed-up: when the update
+    fails (another client holding the database, as two writers opening at once on one
+    server do), the store opens as it is and the next open tries again.
+    """
+    hnsw = (collection.configuration or {}).get("hnsw") or {}
+    sync = hnsw.get("sync_threshold")
+    if isinstance(sync, int) and sync > _GROUPS_SYNC:
+        batch = hnsw.get("batch_size")
+        update: dict[str, int] = {"sync_threshold": _GROUPS_SYNC}
+        if isinstance(batch, int) and batch > _GROUPS_SYNC:
+            update["batch_size"] = _GROUPS_SYNC  # Chroma wants batch_size <= sync_threshold
+        try:
+            collection.modify(configuration={"hnsw": update})
+        except Exception as e:  # noqa: BLE001 - a setting for speed never blocks an open
+            logger.info("the groups collection's sync threshold was not lowered: %s", e)

@@ -7,15 +7,22 @@ inflection they wrote in. Cells get integer document numbers; each term keeps co
 ``array`` postings (document numbers and term frequencies) that a query reads in place
 (zero-copy numpy views) and scores in one compiled pass (:mod:`magnetic_core._text.bm25`):
 a query's cost is the length of its terms' postings, and it keeps no memory.
+
+An index read back from a store's snapshot (:meth:`LexicalIndex.from_arrays`) keeps the
+postings as the snapshot's flat arrays and queries them in place; the per-term ``array``
+postings are made only when a cell is first added or removed (a store that is opened to
+be searched never pays for them).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import threading
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, MutableMapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,6 +30,65 @@ from magnetic_core._search.topk import top_indices
 from magnetic_core._text.tokenize import index_terms, stem, terms
 
 __all__ = ["LexicalIndex", "index_terms", "stem"]
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """Postings as :meth:`LexicalIndex.export_arrays` gives them, read in place."""
+
+    terms: list[str]
+    vocab: dict[str, int]
+    starts: np.ndarray  # (V + 1,) offsets into docs / tfs
+    docs: np.ndarray
+    tfs: np.ndarray
+    doc_terms: np.ndarray
+    doc_term_starts: np.ndarray
+
+    def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        at = self.vocab.get(term)
+        if at is None:
+            return None
+        lo, hi = int(self.starts[at]), int(self.starts[at + 1])
+        return self.docs[lo:hi], self.tfs[lo:hi]
+
+
+class _DocTerms(MutableMapping[int, tuple[str, ...]]):
+    """Document -> its distinct terms: the flat arrays' documents, then those set since."""
+
+    def __init__(self, flat: _Flat) -> None:
+        self._flat = flat
+        self._set: dict[int, tuple[str, ...]] = {}
+        self._gone: set[int] = set()
+        self._n = flat.doc_term_starts.shape[0] - 1
+
+    def _flat_has(self, doc: int) -> bool:
+        return 0 <= doc < self._n and doc not in self._gone
+
+    def __getitem__(self, doc: int) -> tuple[str, ...]:
+        found = self._set.get(doc)
+        if found is not None:
+            return found
+        if not self._flat_has(doc):
+            raise KeyError(doc)
+        flat = self._flat
+        lo, hi = int(flat.doc_term_starts[doc]), int(flat.doc_term_starts[doc + 1])
+        return tuple(flat.terms[t] for t in flat.doc_terms[lo:hi].tolist())
+
+    def __setitem__(self, doc: int, terms: tuple[str, ...]) -> None:
+        self._set[doc] = terms
+
+    def __delitem__(self, doc: int) -> None:
+        if self._set.pop(doc, None) is None and not self._flat_has(doc):
+            raise KeyError(doc)
+        if 0 <= doc < self._n:
+            self._gone.add(doc)
+
+    def __iter__(self) -> Iterator[int]:
+        yield from (d for d in range(self._n) if d not in self._gone and d not in self._set)
+        yield from self._set
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 class LexicalIndex:
@@ -43,14 +109,16 @@ class LexicalIndex:
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
+        self._thawing = threading.Lock()
         self.clear()
 
     def clear(self) -> None:
         """Forget every cell."""
+        self._flat: _Flat | None = None
         self._docno: dict[str, int] = {}
         self._cids: list[str | None] = []
         self._length = array("f")
-        self._doc_terms: dict[int, tuple[str, ...]] = {}
+        self._doc_terms: MutableMapping[int, tuple[str, ...]] = {}
         self._postings: dict[str, tuple[array, array]] = {}
         self._total_length = 0.0
 
@@ -59,6 +127,7 @@ class LexicalIndex:
 
     def add(self, cid: str, text: str) -> tuple[str, ...]:
         """Index (or re-index) a cell's text; returns its distinct words (unstemmed) in order."""
+        self._thaw()
         if cid in self._docno:
             self.remove(cid)
         words = Counter(terms(text))
@@ -85,9 +154,10 @@ class LexicalIndex:
 
     def remove(self, cid: str) -> None:
         """Drop a cell (missing ids are ignored)."""
-        doc = self._docno.pop(cid, None)
-        if doc is None:
+        if cid not in self._docno:
             return
+        self._thaw()
+        doc = self._docno.pop(cid)
         self._cids[doc] = None
         self._total_length -= self._length[doc]
         for term in self._doc_terms.pop(doc):
@@ -118,8 +188,19 @@ class LexicalIndex:
 
     def df(self, term: str) -> int:
         """Number of cells holding ``term`` (a word, stemmed here, or a stem)."""
-        post = self._postings.get(stem(term))
+        post = self._posting(stem(term))
         return len(post[0]) if post is not None else 0
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """A term's (docs, tfs) as numpy views (released by the caller before a write)."""
+        flat = self._flat
+        if flat is not None:
+            return flat.posting(term)
+        post = self._postings.get(term)
+        if post is None:
+            return None
+        docs = np.frombuffer(post[0], dtype=np.int64 if post[0].itemsize == 8 else np.int32)
+        return docs, np.frombuffer(post[1], dtype=np.float32)
 
     @staticmethod
     def query_terms(text: str) -> tuple[str, ...]:
@@ -155,17 +236,14 @@ class LexicalIndex:
 
         weights: list[float] = []
         for term in dict.fromkeys(query):
-            post = self._postings.get(term)
+            post = self._posting(term)
             if post is None:
                 continue
             df = len(post[0])
             if n >= 20 and df > self.max_df_share * n:
                 continue
             weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (self.k1 + 1.0))
-            views.append(
-                np.frombuffer(post[0], dtype=np.int64 if post[0].itemsize == 8 else np.int32)
-            )
-            views.append(np.frombuffer(post[1], dtype=np.float32))
+            views.extend(post)
         if not weights:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         docs = np.concatenate(views[0::2]).astype(np.int64, copy=False)
@@ -224,6 +302,7 @@ class LexicalIndex:
         ``doc_term_starts`` (each document's distinct terms as indices into ``terms``, in
         the order :meth:`add` returned them).
         """
+        self._thaw()
         live = sorted(self._docno.values())
         renumber = np.full(len(self._cids), -1, np.int64)
         renumber[live] = np.arange(len(live))
@@ -253,26 +332,44 @@ class LexicalIndex:
     @classmethod
     def from_arrays(
         cls, arrays: dict[str, np.ndarray], cids: list[str], terms: list[str]
-    ) -> tuple[LexicalIndex, list[tuple[str, ...]]]:
-        """Rebuild an index from :meth:`export_arrays`; also returns each cell's terms."""
+    ) -> LexicalIndex:
+        """An index over :meth:`export_arrays`' postings, read in place until a write."""
         lex = cls()
+        lengths = np.asarray(arrays["lengths"], np.float32)
+        starts = np.ascontiguousarray(arrays["term_starts"], np.int64)
+        if lengths.shape[0] != len(cids) or starts.shape[0] != len(terms) + 1:
+            raise ValueError("the BM25 arrays do not agree in length")
         lex._cids = list(cids)
-        lex._docno = {c: i for i, c in enumerate(cids)}
-        lex._length = array("f", np.asarray(arrays["lengths"], np.float32).tobytes())
-        lex._total_length = float(np.asarray(arrays["lengths"], np.float64).sum())
-        starts = np.asarray(arrays["term_starts"], np.int64).tolist()
-        docs = np.ascontiguousarray(arrays["docs"], np.int64)
-        tfs = np.ascontiguousarray(arrays["tfs"], np.float32)
-        code = "l" if array("l").itemsize == 8 else "q"
-        postings = lex._postings
-        for i, term in enumerate(terms):
-            lo, hi = starts[i], starts[i + 1]
-            d, f = array(code), array("f")
-            d.frombytes(docs[lo:hi].tobytes())
-            f.frombytes(tfs[lo:hi].tobytes())
-            postings[term] = (d, f)
-        flat = [terms[t] for t in np.asarray(arrays["doc_terms"], np.int64).tolist()]
-        bounds = np.asarray(arrays["doc_term_starts"], np.int64).tolist()
-        per_doc = [tuple(flat[bounds[i] : bounds[i + 1]]) for i in range(len(cids))]
-        lex._doc_terms = dict(enumerate(per_doc))
-        return lex, per_doc
+        lex._docno = dict(zip(cids, range(len(cids))))
+        lex._length = array("f", lengths.tobytes())
+        lex._total_length = float(lengths.sum(dtype=np.float64))
+        lex._flat = _Flat(
+            terms=list(terms),
+            vocab=dict(zip(terms, range(len(terms)))),
+            starts=starts,
+            docs=np.ascontiguousarray(arrays["docs"], np.int64),
+            tfs=np.ascontiguousarray(arrays["tfs"], np.float32),
+            doc_terms=np.ascontiguousarray(arrays["doc_terms"], np.int64),
+            doc_term_starts=np.ascontiguousarray(arrays["doc_term_starts"], np.int64),
+        )
+        return lex
+
+    def _thaw(self) -> None:
+        """Turn flat postings into per-term ``array`` postings (before the first change)."""
+        if self._flat is None:
+            return
+        with self._thawing:
+            flat = self._flat
+            if flat is None:
+                return  # another thread thawed meanwhile
+            code = "l" if array("l").itemsize == 8 else "q"
+            postings: dict[str, tuple[array, array]] = {}
+            starts = flat.starts.tolist()
+            for i, term in enumerate(flat.terms):
+                d, f = array(code), array("f")
+                d.frombytes(flat.docs[starts[i] : starts[i + 1]].tobytes())
+                f.frombytes(flat.tfs[starts[i] : starts[i + 1]].tobytes())
+                postings[term] = (d, f)
+            self._doc_terms = _DocTerms(flat)  # made per document when it is next needed
+            self._postings = postings
+            self._flat = None

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import chromadb
+import numpy as np
 import pytest
 
 from magnetic_core import HashingEmbedder, MagneticMemory
@@ -147,15 +148,21 @@ def test_bm25_postings_round_trip_through_the_snapshot_arrays():
     arrays = lex.export_arrays()
     cids = _strings(_blob("x", arrays.pop("cids").tolist()), "x")
     terms = _strings(_blob("x", arrays.pop("terms").tolist()), "x")
-    again, per_doc = LexicalIndex.from_arrays(arrays, cids, terms)
+    again = LexicalIndex.from_arrays(arrays, cids, terms)
     assert len(again) == len(lex)
     for query in ("cats Paris", "Berlin words", "note 13 about snow", "missing"):
         q = lex.query_terms(query)
-        assert lex.top(q, 10)[0] == again.top(q, 10)[0]
+        assert lex.top(q, 10)[0] == again.top(q, 10)[0]  # read from the flat arrays
         assert [round(float(s), 5) for s in lex.top(q, 10)[1]] == [
             round(float(s), 5) for s in again.top(q, 10)[1]
         ]
-    assert dict(zip(cids, per_doc)) == {c: lex._doc_terms[lex._docno[c]] for c in cids}
+        assert [again.df(t) for t in q] == [lex.df(t) for t in q]
+    q = lex.query_terms("cats Berlin")
+    assert np.allclose(again.lookup(cids, *again.scores(q)), lex.lookup(cids, *lex.scores(q)))
+    again._thaw()  # what the first write does
+    assert {c: again._doc_terms[again._docno[c]] for c in cids} == {
+        c: lex._doc_terms[lex._docno[c]] for c in cids
+    }
     again.remove("c14")  # the rebuilt index keeps working incrementally
     again.add("c99", "cats again")
     assert "c99" in again.top(again.query_terms("cats again"), 3)[0]
@@ -223,3 +230,29 @@ def test_a_store_whose_cells_name_no_entity_reopens_from_the_snapshot(
     with caplog.at_level(logging.WARNING), _open(tmp_path) as mem:
         assert sorted(c.text for c in mem.get()) == ["stocks fell", "the cat sleeps"]
     assert "unreadable" not in caplog.text
+
+
+def test_a_snapshot_of_an_older_format_is_rebuilt_never_misread(store, caplog):
+    import json
+
+    from magnetic_core._store.index_file import FORMAT
+
+    path, view = store
+    file = path / DIRECTORY / "default.npz"
+    with np.load(file) as f:
+        arrays = {k: f[k] for k in f.files}
+    meta = json.loads(bytes(arrays["meta"]).decode())
+    assert meta["format"] == FORMAT
+    meta["format"] = 2  # before the groups' sums were kept: its centroids would be summed
+    del arrays["totals"]
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+    with open(file, "wb") as fh:
+        np.savez(fh, **arrays)
+    with (
+        caplog.at_level(logging.INFO, logger="magnetic_core._store.index_file"),
+        _open(path) as mem,
+    ):
+        assert _view(mem) == view
+    assert any("format 2" in r.getMessage() for r in caplog.records)
+    with np.load(file) as f:  # the close wrote the current format
+        assert json.loads(bytes(f["meta"]).decode())["format"] == FORMAT

@@ -131,3 +131,24 @@ def test_a_large_batch_of_new_ids_lands_whole_even_over_a_row_the_memory_skipped
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         got = {c.id: c.text for c in mem.get()}
     assert len(got) == 301 and got["n5"] == texts[5]
+
+
+def test_the_groups_collection_is_persisted_often_so_a_cold_open_replays_little(tmp_path, hashing):
+    # Chroma replays every write since its last HNSW persist when a client first reads a
+    # collection; the groups collection (rewritten in bulk) is persisted every 100 writes,
+    # also in a store created before (with Chroma's default of 1000).
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        mem.add([f"note {i}" for i in range(20)])
+    raw = chromadb.PersistentClient(path=str(tmp_path))
+    groups = raw.get_collection("mag-default-groups")
+    assert groups.configuration["hnsw"]["sync_threshold"] <= 100
+    groups.modify(configuration={"hnsw": {"sync_threshold": 1000}})  # as older versions left it
+    cells_sync = raw.get_collection("mag-default-cells").configuration["hnsw"]["sync_threshold"]
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        assert len(mem) == 20
+    groups = raw.get_collection("mag-default-groups")
+    assert groups.configuration["hnsw"]["sync_threshold"] <= 100
+    # the cells collection (large, appended to) keeps Chroma's setting
+    assert raw.get_collection("mag-default-cells").configuration["hnsw"]["sync_threshold"] == (
+        cells_sync
+    )

@@ -79,3 +79,27 @@ def test_many_documents_take_the_dense_path_and_agree():
     got = dict(zip(lex.top_of(docs, vals, 1000)[0], lex.top_of(docs, vals, 1000)[1].tolist()))
     assert got.keys() == want.keys()
     assert all(math.isclose(got[c], want[c], rel_tol=1e-5) for c in want)
+
+
+def test_an_index_from_snapshot_arrays_removes_and_compacts_like_one_built_by_adds():
+    words = ["alpha", "beta", "gamma", "delta", "Berlin", "Paris", "gene", "BRCA1"]
+    texts = {f"c{i}": f"{words[i % 8]} {words[(i * 3) % 8]} note {i}" for i in range(1100)}
+    built = LexicalIndex()
+    for cid, text in texts.items():
+        built.add(cid, text)
+    arrays = built.export_arrays()
+    cids, terms = arrays.pop("cids").tolist(), arrays.pop("terms").tolist()
+    opened = LexicalIndex.from_arrays(arrays, cids, terms)
+    for i in range(0, 1100, 2):  # removes more than half: the index compacts itself
+        built.remove(f"c{i}")
+        opened.remove(f"c{i}")
+    opened.add("new", "gene BRCA1 in Berlin")
+    built.add("new", "gene BRCA1 in Berlin")
+    assert len(opened) == len(built) == 551
+    for query in ("BRCA1 Berlin", "alpha gamma", "note 7", "missing"):
+        q = built.query_terms(query)
+        assert opened.top(q, 20)[0] == built.top(q, 20)[0]
+    live = [c for c in texts if c in built._docno] + ["new"]
+    assert [opened._doc_terms[opened._docno[c]] for c in live] == [
+        built._doc_terms[built._docno[c]] for c in live
+    ]

@@ -1,0 +1,69 @@
+"""Calls into Chroma: every failure becomes a PersistenceError, and racy reads are retried.
+
+:class:`ChromaCalls` is the base of the store's classes (:class:`~magnetic_core._store.
+persistence.ChromaStore` and its group rows): one namespace, one batch size, one way of
+calling Chroma.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from magnetic_core.errors import PersistenceError
+
+__all__ = ["HINT", "ChromaCalls", "filler"]
+
+logger = logging.getLogger(__name__)
+
+HINT = "check the Chroma path or server; the memory reloads what is stored once Chroma answers"
+_READ_CALLS = frozenset({"get", "count", "query", "peek"})
+_READ_RETRIES = (0.05, 0.2, 0.5, 1.0)
+_TRANSIENT = ("Nothing found on disk", "Error finding id")
+
+
+def filler(dim: int) -> np.ndarray:
+    """A unit vector for rows that are not cells (Chroma wants an embedding on every row)."""
+    row = np.zeros((1, dim), np.float32)
+    row[0, 0] = 1.0
+    return row
+
+
+class ChromaCalls:
+    """Chroma calls on behalf of one namespace.
+
+    Args:
+        namespace: the namespace named in error messages.
+    """
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.batch = 1  # Chroma's largest batch, known once the client is open
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        # A Chroma server can fail a read of a segment another client is writing with
+        # "Nothing found on disk" (chroma-core/chroma#4212); the same read succeeds a moment
+        # later, so reads (never writes) are tried again a few times before giving up. Under
+        # load the same race also surfaces as "Error finding id" (seen in a two-writer test).
+        waits = _READ_RETRIES if getattr(fn, "__name__", "") in _READ_CALLS else ()
+        for wait in waits:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                if not any(text in str(e) for text in _TRANSIENT):
+                    raise self._failed(what, e) from e
+                logger.info("Chroma read %r failed transiently, retrying: %s", what, e)
+                time.sleep(wait)
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            raise self._failed(what, e) from e
+
+    def _failed(self, what: str, e: Exception) -> PersistenceError:
+        return PersistenceError(
+            f"Chroma failed to {what} in namespace {self.namespace!r}: {e}",
+            hint=HINT,
+        )
