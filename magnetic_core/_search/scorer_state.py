@@ -81,6 +81,30 @@ class ScorerState:
         self.stale = np.empty(0, bool)
         self.centroid_code = np.empty((0, dim), np.int8)
         self.centroid_scale = np.empty(0, np.float32)
+        self._probe_args: tuple[np.ndarray, ...] | None = None
+
+    def probe_args(self) -> tuple[np.ndarray, ...]:
+        """The arrays :func:`~magnetic_core._search.kernels.probe_top` reads, from
+        ``slot_block`` to ``addresses`` (made once per change of the state, not per query)."""
+        args = self._probe_args
+        if args is None:
+            lists, rows, blocks = self.lists.cols, self.rows.cols, self.blocks.cols
+            args = (
+                self.slot_block,
+                blocks["first"],
+                blocks["end"],
+                lists["mean"],
+                lists["inv"],
+                lists["start"],
+                lists["len"],
+                rows["code"],
+                rows["scale"],
+                rows["block"],
+                rows["row"],
+                blocks["address"],
+            )
+            self._probe_args = args
+        return args
 
     def resize(self, n_slots: int) -> None:
         """Follow the index's slot count (new slots start stale)."""
@@ -93,6 +117,7 @@ class ScorerState:
         stale = np.ones(n_slots, bool)
         stale[:keep] = self.stale[:keep]
         self.slot_block, self.stale = blocks, stale
+        self._probe_args = None
 
     def append(
         self,
@@ -105,6 +130,7 @@ class ScorerState:
         rows: np.ndarray,
     ) -> None:
         """Add a group's block, lists and rows, then point its slot at them."""
+        self._probe_args = None  # the arenas may be reallocated below
         block = group.vecs
         if not block.flags.c_contiguous or block.dtype != np.float32:
             block = np.ascontiguousarray(block[: group.n], np.float32)

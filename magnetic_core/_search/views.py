@@ -17,7 +17,18 @@ __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
 def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
     """The frozen public view of one stored cell (metadata copied)."""
     record = catalog.records[cid]
-    newer = superseded_by(record.contradictions)
+    links = record.contradictions
+    if not links:  # most cells: no links to copy or read
+        return Cell(
+            cid,
+            record.text,
+            dict(record.metadata),
+            index.loc[cid].gid,
+            record.entities,
+            record.created_at,
+            record.updated_at,
+        )
+    newer = superseded_by(links)
     return Cell(
         id=cid,
         text=record.text,
@@ -26,7 +37,7 @@ def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
         entities=record.entities,
         created_at=record.created_at,
         updated_at=record.updated_at,
-        contradictions=tuple(dict(link) for link in record.contradictions),
+        contradictions=tuple(dict(link) for link in links),
         superseded_by=newer[0] if newer else None,
         superseded_at=newer[1] if newer else None,
     )
