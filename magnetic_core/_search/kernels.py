@@ -124,9 +124,11 @@ def code_scores(codes: np.ndarray, scales: np.ndarray, q: np.ndarray) -> np.ndar
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
 def list_scores(
-    means: np.ndarray, inv_norms: np.ndarray, lists: np.ndarray, q: np.ndarray
+    codes: np.ndarray, scales: np.ndarray, inv_norms: np.ndarray, lists: np.ndarray, q: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(q . mean, cosine(q, mean))`` of the given sub-lists."""
+    """``(q . mean, cosine(q, mean))`` of the given sub-lists, from their means' int8 codes
+    (``mean ~ codes * scale``): a quarter of the bytes of the float means, which a probe
+    reads for every sub-list of twice its budget's worth of groups."""
     m = lists.shape[0]
     d = q.shape[0]
     base = np.empty(m, np.float32)
@@ -135,7 +137,8 @@ def list_scores(
         j = lists[t]
         acc = np.float32(0.0)
         for c in range(d):
-            acc += means[j, c] * q[c]
+            acc += np.float32(codes[j, c]) * q[c]
+        acc *= scales[j]
         base[t] = acc
         cos[t] = acc * inv_norms[j]
     return base, cos
@@ -361,7 +364,8 @@ def probe_top(
     slot_block: np.ndarray,
     block_first: np.ndarray,
     block_end: np.ndarray,
-    list_mean: np.ndarray,
+    list_code: np.ndarray,
+    list_scale: np.ndarray,
     list_inv: np.ndarray,
     list_start: np.ndarray,
     list_len: np.ndarray,
@@ -377,8 +381,9 @@ def probe_top(
     k: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The scorer's whole probe in one call: the slots' sub-lists ranked by the cosine of
-    their mean, the best ones holding ``budget`` cells scored by code, the best ``keep`` of
-    those exactly; returns the best ``k`` ``(arena rows, exact scores)``, best first."""
+    their mean (from its int8 code), the best ones holding ``budget`` cells scored by code,
+    the best ``keep`` of those exactly; returns the best ``k`` ``(arena rows, exact
+    scores)``, best first."""
     m = 0
     for t in range(slots.shape[0]):
         h = slot_block[slots[t]]
@@ -392,7 +397,7 @@ def probe_top(
             lists[at] = j
             total += list_len[j]
             at += 1
-    base, cos = list_scores(list_mean, list_inv, lists, q)
+    base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
     if total > budget:
         order = top_k(cos, m)
         held = 0

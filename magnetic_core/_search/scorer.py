@@ -336,7 +336,7 @@ class Scorer:
         args = st.probe_args()
         best, scores = kern.probe_top(slots, *args, q, self._basis, budget, keep, k)
         groups = st.block_group
-        rows_block, rows_row = args[9], args[10]
+        rows_block, rows_row = st.rows.cols["block"], st.rows.cols["row"]
         ids = [
             groups[h].ids[r]
             for h, r in zip(rows_block[best].tolist(), rows_row[best].tolist(), strict=True)

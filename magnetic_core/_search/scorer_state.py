@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from magnetic_core._search.sublists import quantize
+
 if TYPE_CHECKING:
     from magnetic_core._index.index import Group
 
@@ -53,7 +55,8 @@ class ScorerState:
     """The scorer's arrays for one index (swapped whole by a rebuild or a compaction).
 
     Blocks: one per group version coded (its group, its block kept alive, its lists);
-    lists: per sub-list mean, 1 / |mean|, first row and length; rows: per cell its code,
+    lists: per sub-list mean (float, and its int8 code and scale, which searches read),
+    1 / |mean|, first row and length; rows: per cell its code,
     scale, block and row in that block. ``slot_block[s]`` is the block describing the group
     in slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
     """
@@ -66,6 +69,8 @@ class ScorerState:
         )
         self.lists = _Arena(
             mean=((dim,), np.float32),
+            code=((dim,), np.int8),
+            scale=((), np.float32),
             inv=((), np.float32),
             start=((), np.int64),
             len=((), np.int64),
@@ -93,7 +98,8 @@ class ScorerState:
                 self.slot_block,
                 blocks["first"],
                 blocks["end"],
-                lists["mean"],
+                lists["code"],
+                lists["scale"],
                 lists["inv"],
                 lists["start"],
                 lists["len"],
@@ -141,8 +147,11 @@ class ScorerState:
             code=code, scale=scale, block=np.full(len(rows), h, np.int32), row=rows
         )
         norms = np.sqrt(np.einsum("ij,ij->i", means, means))
+        mean_code, mean_scale = quantize(means)
         first = self.lists.append(
             mean=means,
+            code=mean_code,
+            scale=mean_scale,
             inv=1.0 / np.maximum(norms, 1e-12),
             start=row0 + np.cumsum(lens) - lens,
             len=lens,

@@ -212,7 +212,7 @@ def _arena(rng: np.random.Generator, n_blocks: int, d: int, r: int):
         firsts.append(len(lens))
         lens.extend(parts.tolist())
         ends.append(len(lens))
-        means.append(rng.integers(-3, 4, (parts.shape[0], d)).astype(np.float32))
+        means.append(rng.integers(-127, 128, (parts.shape[0], d)).astype(np.int8))
         row_block += [h] * size
         row_in_block += list(range(size))
     n_rows = len(row_block)
@@ -222,7 +222,8 @@ def _arena(rng: np.random.Generator, n_blocks: int, d: int, r: int):
         "blocks": blocks,
         "first": np.array(firsts, np.int64),
         "end": np.array(ends, np.int64),
-        "mean": np.concatenate(means),
+        "mean_code": np.concatenate(means),
+        "mean_scale": (2.0 ** rng.integers(-3, 1, lens_a.shape[0])).astype(np.float32),
         "inv": (2.0 ** rng.integers(-2, 2, lens_a.shape[0])).astype(np.float32),
         "start": np.cumsum(lens_a) - lens_a,
         "len": lens_a,
@@ -236,7 +237,7 @@ def _arena(rng: np.random.Generator, n_blocks: int, d: int, r: int):
 
 def _ref_probe_top(a, slots, slot_block, q, basis, budget, keep, k):
     lists = ranges(a["first"][slot_block[slots]], (a["end"] - a["first"])[slot_block[slots]])
-    base = a["mean"][lists] @ q
+    base = (a["mean_code"][lists].astype(np.float32) @ q) * a["mean_scale"][lists]
     cos = base * a["inv"][lists]
     if int(a["len"][lists].sum()) > budget:
         order = _ref_top(cos, cos.shape[0])
@@ -267,7 +268,8 @@ def test_probe_top_is_the_scorer_probe_step_by_step(n_blocks, seed, budget, keep
     basis = rng.integers(-1, 2, (d, r)).astype(np.float32)
     k = int(rng.integers(0, keep + 3))
     got = kernels.probe_top(
-        slots, slot_block, a["first"], a["end"], a["mean"], a["inv"], a["start"], a["len"],
+        slots, slot_block, a["first"], a["end"], a["mean_code"], a["mean_scale"], a["inv"],
+        a["start"], a["len"],
         a["code"], a["scale"], a["row_block"], a["row_in_block"], a["address"],
         q, basis, budget, keep, k,
     )  # fmt: skip
