@@ -214,7 +214,9 @@ class Scorer:
         """Code a group's residuals and add it to ``st``."""
         assert self._basis is not None
         owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)
-        code, scale = _kernels().encode(group.view, lst.order, owner, lst.means, self._basis)
+        from magnetic_core._search.fit_kernels import encode  # numba: imported when needed
+
+        code, scale = encode(group.view, lst.order, owner, lst.means, self._basis)
         st.append(slot, group, lst.means, lst.lengths, code, scale, lst.order)
 
     def _code_centroids(self, index: HierIndex, slots: range | list[int]) -> None:
