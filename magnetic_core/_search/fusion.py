@@ -20,10 +20,11 @@ from magnetic_core._search.topk import top_indices
 
 if TYPE_CHECKING:
     from magnetic_core._index.index import HierIndex
-    from magnetic_core._search.search import SearchPlan, _Pool
+    from magnetic_core._search.exact import Pool
+    from magnetic_core._search.search import SearchPlan
     from magnetic_core._store.catalog import Catalog
 
-__all__ = ["Fused", "fuse"]
+__all__ = ["Fused", "fuse", "rank"]
 
 # The best cells whose neighbours are lifted (a bound on the work per query).
 CONTEXT_TOP = 64
@@ -92,7 +93,7 @@ class Fused:
 
 def fuse(
     index: HierIndex,
-    pool: _Pool,
+    pool: Pool,
     boosted: set[str],
     lexical: tuple[np.ndarray, np.ndarray] | None,
     catalog: Catalog,
@@ -146,3 +147,42 @@ def _terms(
     if lex is not None:
         rank = rank + lex
     return Fused(ids, scores, boosts, lex, None, rank)
+
+
+def rank(
+    index: HierIndex,
+    pool: Pool,
+    boosted: set[str],
+    lexical: tuple[np.ndarray, np.ndarray] | None,
+    catalog: Catalog,
+    plan: SearchPlan,
+) -> list[tuple[str, float, float, float, float]]:
+    """The best ``k`` (id, cosine, boost, lexical, context) by their sum that pass the filter."""
+    if not pool.ids:
+        return []
+    fused = fuse(index, pool, boosted, lexical, catalog, plan)
+    k = plan.k
+    if plan.exclude:
+        # Excluded cells (few) are dropped before the top k are taken.
+        drop = np.fromiter((c in plan.exclude for c in fused.ids), dtype=bool, count=len(fused.ids))
+        if drop.any():
+            fused = fused.keep(np.flatnonzero(~drop))
+    rank = fused.rank
+    if plan.predicate is None:
+        if len(fused.ids) > k:
+            top = np.argpartition(-rank, k - 1)[:k]
+            order = top[np.argsort(-rank[top], kind="stable")]
+        else:
+            order = np.argsort(-rank, kind="stable")
+        return [fused.row(int(i)) for i in order]
+    # With a filter, walk candidates best first and test lazily: only about k/selectivity
+    # predicates run.
+    picked = []
+    records = catalog.records
+    ids = fused.ids
+    for i in np.argsort(-rank, kind="stable"):
+        if plan.predicate(records[ids[int(i)]].metadata):
+            picked.append(fused.row(int(i)))
+            if len(picked) == k:
+                break
+    return picked

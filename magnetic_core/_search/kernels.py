@@ -1,6 +1,8 @@
 """Compiled inner loops of search (numba): code scans, top-k selection, exact rerank.
 
-Each kernel has a plain numpy twin in the tests (``tests/core/test_kernels.py``). All are
+The kernels that build the scorer (sub-list k-means, residual codes) are in
+:mod:`magnetic_core._search.fit_kernels`. Each kernel has a plain numpy twin in the tests
+(``tests/core/_search/test_kernels.py``). All are
 compiled once and cached on disk (``cache=True``), so a fresh process loads them in a few
 milliseconds instead of compiling them again; ``nogil`` lets searches in several threads
 run at once.
@@ -26,7 +28,6 @@ from numba.extending import intrinsic
 __all__ = [
     "block_scores",
     "code_scores",
-    "encode",
     "exact_rows",
     "exact_top",
     "list_scores",
@@ -34,7 +35,6 @@ __all__ = [
     "probe_groups",
     "probe_top",
     "project",
-    "spherical_kmeans",
     "top_k",
 ]
 
@@ -124,9 +124,11 @@ def code_scores(codes: np.ndarray, scales: np.ndarray, q: np.ndarray) -> np.ndar
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
 def list_scores(
-    means: np.ndarray, inv_norms: np.ndarray, lists: np.ndarray, q: np.ndarray
+    codes: np.ndarray, scales: np.ndarray, inv_norms: np.ndarray, lists: np.ndarray, q: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(q . mean, cosine(q, mean))`` of the given sub-lists."""
+    """``(q . mean, cosine(q, mean))`` of the given sub-lists, from their means' int8 codes
+    (``mean ~ codes * scale``): a quarter of the bytes of the float means, which a probe
+    reads for every sub-list of twice its budget's worth of groups."""
     m = lists.shape[0]
     d = q.shape[0]
     base = np.empty(m, np.float32)
@@ -135,7 +137,8 @@ def list_scores(
         j = lists[t]
         acc = np.float32(0.0)
         for c in range(d):
-            acc += means[j, c] * q[c]
+            acc += np.float32(codes[j, c]) * q[c]
+        acc *= scales[j]
         base[t] = acc
         cos[t] = acc * inv_norms[j]
     return base, cos
@@ -242,82 +245,6 @@ def project(x: np.ndarray, basis: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True, fastmath=_FAST)
-def encode(
-    vecs: np.ndarray, order: np.ndarray, owner: np.ndarray, means: np.ndarray, basis: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """int8 codes of residuals ``(vecs[order[i]] - means[owner[i]]) @ basis``, one scale a row.
-
-    The scale maps a row's largest magnitude to 127 (an all-zero row: scale 0, codes 0), as
-    :func:`magnetic_core._search.sublists.quantize` does. Computed on the calling thread:
-    the scorer codes a few small groups after each write, where BLAS's thread start-up
-    costs more than the product.
-    """
-    n = order.shape[0]
-    d, r = basis.shape
-    codes = np.empty((n, r), np.int8)
-    scales = np.empty(n, np.float32)
-    row = np.empty(r, np.float32)
-    for i in range(n):
-        row[:] = 0.0
-        v = order[i]
-        m = owner[i]
-        for c in range(d):
-            xc = vecs[v, c] - means[m, c]
-            for j in range(r):
-                row[j] += xc * basis[c, j]
-        top = np.float32(0.0)
-        for j in range(r):
-            top = max(top, abs(row[j]))
-        scale = top / np.float32(127.0)
-        scales[i] = scale
-        inv = np.float32(1.0) / scale if scale > 0 else np.float32(0.0)
-        for j in range(r):
-            codes[i, j] = np.int8(min(127.0, max(-127.0, np.rint(row[j] * inv))))
-    return codes, scales
-
-
-@njit(cache=True, nogil=True, fastmath=_FAST)
-def _nearest(vecs: np.ndarray, centres: np.ndarray, owner: np.ndarray) -> None:
-    """Each row's most similar centre (the first on ties)."""
-    n, d = vecs.shape
-    s = centres.shape[0]
-    for i in range(n):
-        best, best_j = np.float32(-np.inf), 0
-        for j in range(s):
-            acc = np.float32(0.0)
-            for c in range(d):
-                acc += vecs[i, c] * centres[j, c]
-            if acc > best:
-                best, best_j = acc, j
-        owner[i] = best_j
-
-
-@njit(cache=True, nogil=True, fastmath=_FAST)
-def spherical_kmeans(vecs: np.ndarray, centres: np.ndarray, iters: int) -> np.ndarray:
-    """Owners after ``iters`` rounds of spherical k-means from the given centres.
-
-    A centre left without members keeps its place. On the calling thread, for the same
-    reason as :func:`encode`.
-    """
-    n, d = vecs.shape
-    s = centres.shape[0]
-    centres = centres.copy()
-    owner = np.empty(n, np.int64)
-    sums = np.empty((s, d), np.float32)
-    for _ in range(iters):
-        _nearest(vecs, centres, owner)
-        sums[:] = 0.0
-        for i in range(n):
-            sums[owner[i]] += vecs[i]
-        for j in range(s):
-            norm = np.sqrt(np.sum(sums[j] * sums[j]))
-            if norm > 1e-12:
-                centres[j] = sums[j] / norm
-    _nearest(vecs, centres, owner)
-    return owner
-
-
 @njit(cache=True, nogil=True)
 def block_scores(vecs: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Exact cosines of every row of one (n, d) block (float64 sums, as the other exact
@@ -356,12 +283,38 @@ def probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: i
 
 
 @njit(cache=True, nogil=True)
+def _slot_lists(
+    slots: np.ndarray,
+    slot_block: np.ndarray,
+    block_first: np.ndarray,
+    block_end: np.ndarray,
+    list_len: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """The sub-lists of the given slots' blocks, slot after slot, and the cells they hold."""
+    m = 0
+    for t in range(slots.shape[0]):
+        h = slot_block[slots[t]]
+        m += block_end[h] - block_first[h]
+    lists = np.empty(m, np.int64)
+    at = 0
+    total = 0
+    for t in range(slots.shape[0]):
+        h = slot_block[slots[t]]
+        for j in range(block_first[h], block_end[h]):
+            lists[at] = j
+            total += list_len[j]
+            at += 1
+    return lists, total
+
+
+@njit(cache=True, nogil=True)
 def probe_top(
     slots: np.ndarray,
     slot_block: np.ndarray,
     block_first: np.ndarray,
     block_end: np.ndarray,
-    list_mean: np.ndarray,
+    list_code: np.ndarray,
+    list_scale: np.ndarray,
     list_inv: np.ndarray,
     list_start: np.ndarray,
     list_len: np.ndarray,
@@ -377,22 +330,12 @@ def probe_top(
     k: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The scorer's whole probe in one call: the slots' sub-lists ranked by the cosine of
-    their mean, the best ones holding ``budget`` cells scored by code, the best ``keep`` of
-    those exactly; returns the best ``k`` ``(arena rows, exact scores)``, best first."""
-    m = 0
-    for t in range(slots.shape[0]):
-        h = slot_block[slots[t]]
-        m += block_end[h] - block_first[h]
-    lists = np.empty(m, np.int64)
-    at = 0
-    total = 0
-    for t in range(slots.shape[0]):
-        h = slot_block[slots[t]]
-        for j in range(block_first[h], block_end[h]):
-            lists[at] = j
-            total += list_len[j]
-            at += 1
-    base, cos = list_scores(list_mean, list_inv, lists, q)
+    their mean (from its int8 code), the best ones holding ``budget`` cells scored by code,
+    the best ``keep`` of those exactly; returns the best ``k`` ``(arena rows, exact
+    scores)``, best first."""
+    lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
+    m = lists.shape[0]
+    base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
     if total > budget:
         order = top_k(cos, m)
         held = 0

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from magnetic_core._index.index import HierIndex
-from magnetic_core._search.search import Candidate
+from magnetic_core._search.candidates import Candidate
 
 __all__ = ["search_restricted"]
 

@@ -47,12 +47,18 @@ if TYPE_CHECKING:
 __all__ = ["FULL_SCAN_SHARE", "MIN_CELLS", "Scorer"]
 
 
+_KERNELS: ModuleType | None = None
+
+
 def _kernels() -> ModuleType:
     """The compiled kernels, imported on first use: importing numba takes about a second,
     which stores too small for the scorer (and commands that never search) do not pay."""
-    from magnetic_core._search import kernels
+    global _KERNELS
+    if _KERNELS is None:
+        from magnetic_core._search import kernels
 
-    return kernels
+        _KERNELS = kernels
+    return _KERNELS
 
 
 # The scorer's policy, in one place.
@@ -208,7 +214,9 @@ class Scorer:
         """Code a group's residuals and add it to ``st``."""
         assert self._basis is not None
         owner = np.repeat(np.arange(lst.lengths.shape[0]), lst.lengths)
-        code, scale = _kernels().encode(group.view, lst.order, owner, lst.means, self._basis)
+        from magnetic_core._search.fit_kernels import encode  # numba: imported when needed
+
+        code, scale = encode(group.view, lst.order, owner, lst.means, self._basis)
         st.append(slot, group, lst.means, lst.lengths, code, scale, lst.order)
 
     def _code_centroids(self, index: HierIndex, slots: range | list[int]) -> None:
@@ -326,36 +334,19 @@ class Scorer:
         if stale.any():
             extra_ids, extra = _exact_groups(index, slots[stale], q, k)
             slots = slots[~stale]
-        lists, rows, blocks = st.lists, st.rows, st.blocks
-        best, scores = _kernels().probe_top(
-            slots,
-            st.slot_block,
-            blocks.first,
-            blocks.end,
-            lists.mean,
-            lists.inv,
-            lists.start,
-            lists.len,
-            rows.code,
-            rows.scale,
-            rows.block,
-            rows.row,
-            blocks.address,
-            q,
-            self._basis,
-            budget,
-            keep,
-            k,
-        )
+        kern = _kernels()
+        args = st.probe_args()
+        best, scores = kern.probe_top(slots, *args, q, self._basis, budget, keep, k)
         groups = st.block_group
+        rows_block, rows_row = st.rows.cols["block"], st.rows.cols["row"]
         ids = [
             groups[h].ids[r]
-            for h, r in zip(rows.block[best].tolist(), rows.row[best].tolist(), strict=True)
+            for h, r in zip(rows_block[best].tolist(), rows_row[best].tolist(), strict=True)
         ]
         if extra_ids:
             # The stale groups' best join the coded ones': the best k of both, best first.
             merged = np.concatenate([scores, extra])
-            order = _kernels().top_k(merged, k)
+            order = kern.top_k(merged, k)
             both = ids + extra_ids
             return [both[i] for i in order.tolist()], merged[order]
         return ids, scores

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from magnetic_core._search.sublists import quantize
+
 if TYPE_CHECKING:
     from magnetic_core._index.index import Group
 
@@ -53,7 +55,8 @@ class ScorerState:
     """The scorer's arrays for one index (swapped whole by a rebuild or a compaction).
 
     Blocks: one per group version coded (its group, its block kept alive, its lists);
-    lists: per sub-list mean, 1 / |mean|, first row and length; rows: per cell its code,
+    lists: per sub-list mean (float, and its int8 code and scale, which searches read),
+    1 / |mean|, first row and length; rows: per cell its code,
     scale, block and row in that block. ``slot_block[s]`` is the block describing the group
     in slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
     """
@@ -66,6 +69,8 @@ class ScorerState:
         )
         self.lists = _Arena(
             mean=((dim,), np.float32),
+            code=((dim,), np.int8),
+            scale=((), np.float32),
             inv=((), np.float32),
             start=((), np.int64),
             len=((), np.int64),
@@ -81,6 +86,31 @@ class ScorerState:
         self.stale = np.empty(0, bool)
         self.centroid_code = np.empty((0, dim), np.int8)
         self.centroid_scale = np.empty(0, np.float32)
+        self._probe_args: tuple[np.ndarray, ...] | None = None
+
+    def probe_args(self) -> tuple[np.ndarray, ...]:
+        """The arrays :func:`~magnetic_core._search.kernels.probe_top` reads, from
+        ``slot_block`` to ``addresses`` (made once per change of the state, not per query)."""
+        args = self._probe_args
+        if args is None:
+            lists, rows, blocks = self.lists.cols, self.rows.cols, self.blocks.cols
+            args = (
+                self.slot_block,
+                blocks["first"],
+                blocks["end"],
+                lists["code"],
+                lists["scale"],
+                lists["inv"],
+                lists["start"],
+                lists["len"],
+                rows["code"],
+                rows["scale"],
+                rows["block"],
+                rows["row"],
+                blocks["address"],
+            )
+            self._probe_args = args
+        return args
 
     def resize(self, n_slots: int) -> None:
         """Follow the index's slot count (new slots start stale)."""
@@ -93,6 +123,7 @@ class ScorerState:
         stale = np.ones(n_slots, bool)
         stale[:keep] = self.stale[:keep]
         self.slot_block, self.stale = blocks, stale
+        self._probe_args = None
 
     def append(
         self,
@@ -105,6 +136,7 @@ class ScorerState:
         rows: np.ndarray,
     ) -> None:
         """Add a group's block, lists and rows, then point its slot at them."""
+        self._probe_args = None  # the arenas may be reallocated below
         block = group.vecs
         if not block.flags.c_contiguous or block.dtype != np.float32:
             block = np.ascontiguousarray(block[: group.n], np.float32)
@@ -115,8 +147,11 @@ class ScorerState:
             code=code, scale=scale, block=np.full(len(rows), h, np.int32), row=rows
         )
         norms = np.sqrt(np.einsum("ij,ij->i", means, means))
+        mean_code, mean_scale = quantize(means)
         first = self.lists.append(
             mean=means,
+            code=mean_code,
+            scale=mean_scale,
             inv=1.0 / np.maximum(norms, 1e-12),
             start=row0 + np.cumsum(lens) - lens,
             len=lens,

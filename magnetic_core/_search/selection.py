@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from magnetic_core._index.index import HierIndex
+from magnetic_core._search.candidates import Candidate
 from magnetic_core._search.restricted import search_restricted
 from magnetic_core._search.scorer import Scorer
-from magnetic_core._search.search import Candidate, SearchPlan, run_search
+from magnetic_core._search.search import SearchPlan, run_search
 from magnetic_core._search.topk import maximal_marginal_relevance
 from magnetic_core._search.views import cell_view, hit_view
 from magnetic_core._store.catalog import Catalog

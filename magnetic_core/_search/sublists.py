@@ -56,7 +56,7 @@ def split_lists(vecs: np.ndarray, list_size: int, iters: int = 4) -> SubLists:
             np.array([n], np.int64),
             vecs.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32),
         )
-    from magnetic_core._search.kernels import spherical_kmeans  # numba: imported when needed
+    from magnetic_core._search.fit_kernels import spherical_kmeans  # numba: imported when needed
 
     centres = np.ascontiguousarray(vecs[np.linspace(0, n - 1, s).astype(np.int64)])
     owner = spherical_kmeans(np.ascontiguousarray(vecs, np.float32), centres, iters)

@@ -6,7 +6,7 @@ import numpy as np
 
 from magnetic_core._index.clustering import plan_merge_pairs
 from magnetic_core._index.index import Group, HierIndex
-from magnetic_core._search.search import Candidate
+from magnetic_core._search.candidates import Candidate
 from magnetic_core._sleep.supersession import superseded_by
 from magnetic_core._store.catalog import Catalog
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
@@ -17,7 +17,18 @@ __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
 def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
     """The frozen public view of one stored cell (metadata copied)."""
     record = catalog.records[cid]
-    newer = superseded_by(record.contradictions)
+    links = record.contradictions
+    if not links:  # most cells: no links to copy or read
+        return Cell(
+            cid,
+            record.text,
+            dict(record.metadata),
+            index.loc[cid].gid,
+            record.entities,
+            record.created_at,
+            record.updated_at,
+        )
+    newer = superseded_by(links)
     return Cell(
         id=cid,
         text=record.text,
@@ -26,7 +37,7 @@ def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
         entities=record.entities,
         created_at=record.created_at,
         updated_at=record.updated_at,
-        contradictions=tuple(dict(link) for link in record.contradictions),
+        contradictions=tuple(dict(link) for link in links),
         superseded_by=newer[0] if newer else None,
         superseded_at=newer[1] if newer else None,
     )
@@ -103,10 +114,17 @@ def stats_view(
         singleton_share=float((sizes == 1).sum() / g) if g else 0.0,
         imbalance=float(g * (sizes.astype(np.float64) ** 2).sum() / (n * n)) if n else 0.0,
         size_percentiles=pct,  # type: ignore[arg-type]
-        superseded=sum(
-            1 for r in catalog.records.values() if superseded_by(r.contradictions) is not None
-        ),
+        superseded=_superseded_count(catalog),
     )
+
+
+def _superseded_count(catalog: Catalog) -> int:
+    """Cells superseded by a newer one: only linked cells are read where the records can
+    list them (a store opened from its snapshot decodes a record on first use)."""
+    records = catalog.records
+    with_links = getattr(records, "with_links", None)
+    linked = with_links() if with_links is not None else records.items()
+    return sum(1 for _, r in linked if superseded_by(r.contradictions) is not None)
 
 
 def merge_plan(index: HierIndex, threshold: float, max_group_size: int) -> MergePlan:

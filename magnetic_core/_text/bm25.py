@@ -1,8 +1,9 @@
 """The compiled BM25 accumulation of the lexical stage (numba).
 
 One pass over the query terms' postings, in query-term order, summing each document's
-terms in float64 into a dense scratch row: no per-term temporaries, no sort of the
-postings. Tested against the numpy formula in ``tests/core/_text/test_lexical.py``.
+terms in float64 into a dense scratch row, then one pass over that row for the documents
+touched: no per-term temporaries, no sort. Tested against the numpy formula in
+``tests/core/_text/test_bm25.py``.
 """
 
 from __future__ import annotations
@@ -39,30 +40,23 @@ def bm25_scores(
         n_slots: document numbers are below this.
     """
     acc = np.zeros(n_slots, np.float64)
-    touched = np.empty(docs.shape[0], np.int64)
-    m = 0
     kk, one_b = np.float32(k1), np.float32(1.0 - b)
-    bb, avg = np.float32(b), np.float32(avgdl)
+    per_len = np.float32(b) / np.float32(avgdl)
     for t in range(bounds.shape[0] - 1):
         w = weights[t]
         for i in range(bounds[t], bounds[t + 1]):
             d = docs[i]
             tf = tfs[i]
-            norm = kk * (one_b + bb * lengths[d] / avg)
-            if acc[d] == 0.0:  # every term adds a positive score
-                touched[m] = d
-                m += 1
-            acc[d] += w * tf / (tf + norm)
-    if 16 * m < n_slots:
-        found = np.sort(touched[:m])
-    else:
-        found = np.empty(m, np.int64)
-        at = 0
-        for d in range(n_slots):
-            if acc[d] != 0.0:
-                found[at] = d
-                at += 1
+            acc[d] += w * tf / (tf + kk * (one_b + per_len * lengths[d]))
+    # Every term adds a positive score, so the touched documents are the non-zero entries:
+    # one branch-free pass over the scratch row finds them in order (a per-posting "seen"
+    # test and a sort of the touched ones cost three times as much at 100K documents).
+    found = np.empty(min(n_slots, docs.shape[0]) + 1, np.int64)
+    m = 0
+    for d in range(n_slots):
+        found[m] = d
+        m += acc[d] != 0.0
     vals = np.empty(m, np.float32)
     for i in range(m):
         vals[i] = np.float32(acc[found[i]])
-    return found, vals
+    return found[:m], vals

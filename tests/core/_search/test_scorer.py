@@ -154,16 +154,6 @@ def test_vectors_survive_the_scorer_and_later_writes(data) -> None:
         np.testing.assert_allclose(group.total, total, atol=1e-4)
 
 
-def test_blocked_matvec_equals_the_plain_product() -> None:
-    from magnetic_core._search.search import MATVEC_BLOCK, matvec
-
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((2 * MATVEC_BLOCK + 17, 16)).astype(np.float32)
-    x = rng.standard_normal(16).astype(np.float32)
-    np.testing.assert_allclose(matvec(a, x), a @ x, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(matvec(a[:5], x), a[:5] @ x, rtol=1e-5, atol=1e-5)
-
-
 def test_a_regrouped_index_gets_fresh_sub_lists_and_sketches(data) -> None:
     # Regrouping makes new groups that reuse the old ids (g0, g1, ...): nothing cached for
     # the old groups may be served for them.

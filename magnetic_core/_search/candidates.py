@@ -1,0 +1,97 @@
+"""What a search returns before the public views: one :class:`Candidate` per hit.
+
+Built for every hit of every search, so the construction is kept to a few array
+operations and a table look-up per hit (which stages found it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from magnetic_core._index.index import Group, HierIndex
+
+if TYPE_CHECKING:
+    from magnetic_core._search.search import SearchPlan
+    from magnetic_core._search.stages import Stages
+
+__all__ = ["Candidate", "candidates"]
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A ranked result before it is turned into a public Hit (internal; not changed once
+    made: a plain slotted class, as it is built for every hit of every search)."""
+
+    id: str
+    group: Group
+    score: float
+    rank_score: float
+    boost: float
+    stages: tuple[str, ...]
+    centroid_similarity: float
+    fallback_ran: bool
+    probed_groups: int
+    lexical: float = 0.0
+    context: float = 0.0
+
+
+def candidates(
+    index: HierIndex,
+    plan: SearchPlan,
+    stages: Stages,
+    picked: list[tuple[str, float, float, float, float]],
+    fallback: bool,
+) -> list[Candidate]:
+    """The picked rows as candidates, with the stages that found each."""
+    if not picked:
+        return []
+    loc = index.loc
+    groups = [loc[row[0]] for row in picked]
+    slots = np.fromiter((g.slot for g in groups), np.int64, len(groups))
+    csims = (index.centroids[slots] @ plan.vector).tolist()
+    probed = len(index.slot_groups) if fallback else len(stages.slots)
+    # Whether the centroid stage probed each picked slot: one mask (np.isin costs 10x).
+    probed_mask = np.zeros(len(index.slot_groups), bool)
+    probed_mask[stages.centroid_slots] = True
+    centroid = probed_mask[slots].tolist()
+    entity, lexical = stages.entity_slots, stages.lexical_ids
+    return [
+        Candidate(
+            cid,
+            group,
+            score,
+            score + boost + lex + context,
+            boost,
+            _STAGES[in_centroid, group.slot in entity, cid in lexical],
+            csim,
+            fallback,
+            probed,
+            lex,
+            context,
+        )
+        for (cid, score, boost, lex, context), group, csim, in_centroid in zip(
+            picked, groups, csims, centroid, strict=True
+        )
+    ]
+
+
+def _stages(centroid: bool, entity: bool, lexical: bool) -> tuple[str, ...]:
+    """The stages that found a hit; ``("fallback",)`` when only the flat scan did."""
+    found = tuple(
+        name
+        for name, hit in (("centroid", centroid), ("entity", entity), ("lexical", lexical))
+        if hit
+    )
+    return found or ("fallback",)
+
+
+# Every combination, made once: a hit's stages are a table look-up.
+_STAGES = {
+    (c, e, lx): _stages(c, e, lx)
+    for c in (False, True)
+    for e in (False, True)
+    for lx in (False, True)
+}

@@ -1,0 +1,44 @@
+"""Exact scoring of groups and named cells: the blocked product and the candidate pool."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from magnetic_core._index.index import HierIndex
+from magnetic_core._search.exact import KERNEL_CELLS, MATVEC_BLOCK, Pool, exact_pool, matvec
+from magnetic_core.eval import clustered_data
+
+
+def test_blocked_matvec_equals_the_plain_product() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2 * MATVEC_BLOCK + 17, 16)).astype(np.float32)
+    x = rng.standard_normal(16).astype(np.float32)
+    np.testing.assert_allclose(matvec(a, x), a @ x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(matvec(a[:5], x), a[:5] @ x, rtol=1e-5, atol=1e-5)
+
+
+def _index(n: int) -> tuple[HierIndex, np.ndarray]:
+    vecs, _ = clustered_data(n + 1, 24, 12, spread=0.8, decay=1.5, seed=3)
+    index = HierIndex(24, 64)
+    index.assign([f"c{i}" for i in range(n)], vecs[1:], 0.7)
+    return index, vecs[0].astype(np.float32)
+
+
+def test_exact_pool_scores_every_cell_of_the_slots_like_numpy_small_and_compiled() -> None:
+    # Below KERNEL_CELLS one product per group; above, one compiled pass by address.
+    for n in (300, 2 * KERNEL_CELLS):
+        index, q = _index(n)
+        slots = list(range(0, len(index.slot_groups), 2))
+        pool = exact_pool(index, None, slots, q)
+        want = [c for s in slots for c in index.slot_groups[s].ids]
+        assert pool.ids == want
+        np.testing.assert_allclose(pool.scores, index.vectors(want) @ q, atol=1e-6)
+    assert exact_pool(index, None, [], q).ids == []
+
+
+def test_pool_extend_adds_only_new_stored_cells_scored_exactly() -> None:
+    index, q = _index(200)
+    pool = Pool(["c0"], index.vectors(["c0"]) @ q)
+    pool.extend(index, ["c1", "c0", "missing", "c1", "c2"], q)
+    assert pool.ids == ["c0", "c1", "c2"]  # no repeats, unknown ids skipped
+    np.testing.assert_allclose(pool.scores, index.vectors(pool.ids) @ q, atol=1e-6)
