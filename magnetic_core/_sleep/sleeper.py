@@ -104,14 +104,7 @@ class Sleeper:
             groups = list(index.slot_groups)
             if not groups:
                 return _empty_report(before, dry_run, start)
-            sizes = [g.n for g in groups]
-            vectors = np.concatenate([g.view for g in groups])
-            labels = np.repeat(np.arange(len(groups)), sizes)
-            totals = np.stack([g.total for g in groups])
-            ids = [cid for g in groups for cid in g.ids]
-            plan = plan_pass(
-                vectors, labels, totals, mem.join_threshold, index.max_group_size, config
-            )
+            vectors, ids, plan = _plan(mem, index, groups, config)
             extra = plan.totals.shape[0] - len(groups)
             # a dry run names the groups it would create without taking ids from the index
             fresh = (
@@ -122,17 +115,8 @@ class Sleeper:
             gids = [g.gid for g in groups] + fresh
             old_labels = {g.gid: mem._catalog.label(g.gid, g.version, g.ids)[0] for g in groups}
             if dry_run:
-                return _report(
-                    plan,
-                    gids,
-                    groups,
-                    old_labels,
-                    {},
-                    before,
-                    _predicted(before, plan),
-                    True,
-                    start,
-                )
+                predicted = _predicted(before, plan)
+                return _report(plan, gids, groups, old_labels, {}, before, predicted, True, start)
             blocks = _blocks(plan, gids, ids, vectors)
             moves = {ids[r]: gids[int(plan.labels[r])] for r in plan.moved.tolist()}
             if moves:
@@ -261,6 +245,19 @@ def _report(
         after=after,
         seconds=time.perf_counter() - start,
     )
+
+
+def _plan(
+    mem: Any, index: HierIndex, groups: list[Group], config: SleepConfig
+) -> tuple[np.ndarray, list[str], PassPlan]:
+    """The pass's plan over the groups as they are: their cells' vectors, ids, and the plan."""
+    sizes = [g.n for g in groups]
+    vectors = np.concatenate([g.view for g in groups])
+    labels = np.repeat(np.arange(len(groups)), sizes)
+    totals = np.stack([g.total for g in groups])
+    ids = [cid for g in groups for cid in g.ids]
+    plan = plan_pass(vectors, labels, totals, mem.join_threshold, index.max_group_size, config)
+    return vectors, ids, plan
 
 
 def _empty_report(before: Stats, dry_run: bool, start: float) -> SleepReport:
