@@ -42,10 +42,10 @@ from magnetic_langchain.vectorstores import MagneticVectorStore
 
 __all__ = [
     "ConsolidationResult",
+    "ConsolidationSettings",
     "ContradictingPair",
     "Contradiction",
     "ContradictionReport",
-    "ConsolidationSettings",
     "afind_contradictions",
     "create_consolidation_chain",
     "find_contradictions",

@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from magnetic_llamaindex.consolidation import ConsolidationSettings, consolidate
+from magnetic_llamaindex.consolidation import consolidate
 from magnetic_llamaindex.embeddings import (
     LlamaIndexEmbedder,
     MagneticEmbedding,
@@ -34,7 +34,6 @@ from magnetic_llamaindex.retriever import (
 from magnetic_llamaindex.vector_store import MagneticVectorStore
 
 __all__ = [
-    "ConsolidationSettings",
     "EXPANDED_FROM_KEY",
     "GROUP_ID_KEY",
     "GROUP_LABEL_KEY",

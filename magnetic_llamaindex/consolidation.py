@@ -174,7 +174,8 @@ def consolidate(
         retries: parse-error retries per call.
         **settings: ``check``, ``max_groups``, ``cells_per_call``, ``neighbours``,
             ``sleep``, ``merge_threshold``; their meaning and defaults are listed on
-            ``ConsolidationSettings`` (the same as LangChain's chain).
+            ``magnetic_llamaindex.consolidation.ConsolidationSettings`` (the same as
+            LangChain's chain).
 
     Returns:
         A :class:`~magnetic_core._sleep.consolidate.ConsolidationResult`; ``ok`` is False when a
