@@ -12,7 +12,9 @@ it is copied (their write would be acknowledged, then dropped with it):
 
 1. a mark row goes into the cells collection. Writers read it with the change counters they
    read before every write anyway, and wait while it is there
-   (:meth:`~magnetic_core._store.lifecycle.StoreLifecycle._sync`).
+   (:meth:`~magnetic_core._store.lifecycle.StoreLifecycle._sync`). The compaction refreshes
+   it after every page it copies; a mark not refreshed for ``rebuild.STALE_AFTER`` seconds
+   is a compaction that died, which holds nobody back (the next open drops it and its copy).
 2. a short settling wait lets writes that read the counters before the mark finish.
 3. the counters and the write journal are read; the rows are copied; both are read again.
    Any change (another writer got through) gives up and drops the copy: nothing is lost,
@@ -45,7 +47,13 @@ import numpy as np
 from magnetic_core._store.calls import filler
 from magnetic_core._store.group_rows import JOURNAL_KEY
 from magnetic_core._store.persistence import _COLLECTION_CONFIG, ChromaStore
-from magnetic_core._store.rebuild import COMPACT_MARK, copy_rows, swap_in
+from magnetic_core._store.rebuild import (
+    COMPACT_MARK,
+    SUFFIX,
+    compaction_running,
+    copy_rows,
+    swap_in,
+)
 from magnetic_core._store.record import WRITER_KEY
 from magnetic_core.types import CompactionReport
 
@@ -83,14 +91,23 @@ def compact_cells(store: ChromaStore, *, settle: float | None = None) -> Compact
         busy = "a write of several batches is under way"
         return CompactionReport(0, time.perf_counter() - start, busy)
     old = store.cells
-    store._call(
-        "mark a compaction",
-        old.upsert,
-        ids=[COMPACT_MARK],
-        embeddings=_filler_row(store),
-        documents=[""],
-        metadatas=[{WRITER_KEY: int(time.time())}],
-    )
+    if store._call("read a compaction's mark", compaction_running, old):
+        busy = "another compaction of this store is running"
+        return CompactionReport(0, time.perf_counter() - start, busy)
+    filler_row = _filler_row(store)
+
+    def mark() -> None:  # says a compaction is running and alive (refreshed every page)
+        store._call(
+            "mark a compaction",
+            old.upsert,
+            ids=[COMPACT_MARK],
+            embeddings=filler_row,
+            documents=[""],
+            metadatas=[{WRITER_KEY: int(time.time())}],
+        )
+
+    mark()
+    _drop_leftover(store, old.name + SUFFIX)
     copy: Any = None
     try:
         time.sleep(SETTLE if settle is None else settle)
@@ -103,10 +120,14 @@ def compact_cells(store: ChromaStore, *, settle: float | None = None) -> Compact
             _COLLECTION_CONFIG,
             store.batch,
             skip=frozenset({COMPACT_MARK}),
+            on_page=mark,
         )
         if store.writer_counters() != before or _writing(store):
             raced = "another writer wrote meanwhile"
             return CompactionReport(rows, time.perf_counter() - start, raced)
+        if rows != store._call("count the cells", old.count) - 1:  # all but the mark
+            short = "the copy did not hold every row (the collection changed while paged)"
+            return CompactionReport(rows, time.perf_counter() - start, short)
         settings = dict(store._call("read settings", _metadata, store.client, old.name))
         settings[DELETED_KEY] = 0
         store._call("stamp the copy", copy.modify, metadata=settings)
@@ -175,6 +196,13 @@ def _filler_row(store: ChromaStore) -> np.ndarray:
 
 def _metadata(client: Any, name: str) -> dict[str, Any]:
     return dict(client.get_collection(name, embedding_function=None).metadata or {})
+
+
+def _drop_leftover(store: ChromaStore, name: str) -> None:
+    """Drop the copy a compaction that died left (no compaction but ours runs now)."""
+    names = {c if isinstance(c, str) else c.name for c in store.client.list_collections()}
+    if name in names:
+        store._call("drop a dead compaction's copy", store.client.delete_collection, name)
 
 
 def _drop(store: ChromaStore, name: str) -> None:

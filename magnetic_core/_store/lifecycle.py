@@ -26,7 +26,7 @@ from magnetic_core._store.compaction import DELETED_KEY, release_freed_memory, r
 from magnetic_core._store.concurrency import RWLock
 from magnetic_core._store.journal import Journal, WriterClock
 from magnetic_core._store.persistence import ChromaStore, open_client
-from magnetic_core._store.rebuild import STALE_AFTER
+from magnetic_core._store.rebuild import is_fresh
 from magnetic_core._store.state import load_state, save_snapshot
 from magnetic_core.errors import ClosedError, PersistenceError
 
@@ -169,8 +169,8 @@ class StoreLifecycle:
             began = self._clock.compacting
             if began is None:
                 break
-            if time.time() - began > STALE_AFTER:
-                logger.warning("ignoring the mark of a compaction that began %d s ago",
+            if not is_fresh(began):
+                logger.warning("ignoring the mark of a compaction that stopped %d s ago",
                                time.time() - began)  # fmt: skip
                 break
             time.sleep(0.1)

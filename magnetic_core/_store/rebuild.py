@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from magnetic_core._store.record import WRITER_KEY
@@ -23,6 +23,7 @@ __all__ = [
     "STALE_AFTER",
     "compaction_running",
     "copy_rows",
+    "is_fresh",
     "finish_interrupted",
     "rebuild",
     "swap_in",
@@ -32,10 +33,11 @@ logger = logging.getLogger(__name__)
 
 SUFFIX = "-rebuild"
 # A counter-shaped row in a cells collection that says a compaction of it is running; its
-# value is the time (Unix seconds) it began. A mark older than STALE_AFTER is a compaction
-# that died; it no longer holds anyone back.
+# value is the time (Unix seconds) the compaction last showed it is alive (it refreshes the
+# mark after every page it copies). A mark older than STALE_AFTER is a compaction that died:
+# it no longer holds writers back, and the next open drops it with its copy.
 COMPACT_MARK = "~mag-compacting"
-STALE_AFTER = 900.0
+STALE_AFTER = 30.0
 
 
 def finish_interrupted(client: Any, names: tuple[str, ...]) -> None:
@@ -46,23 +48,37 @@ def finish_interrupted(client: Any, names: tuple[str, ...]) -> None:
     existing = {c.name for c in client.list_collections()}
     for name in names:
         copy = name + SUFFIX
-        if copy not in existing:
+        if name not in existing:
+            if copy in existing:  # died between the drop and the rename: the copy is whole
+                client.get_collection(copy, embedding_function=None).modify(name=name)
             continue
-        if name in existing:
-            original = client.get_collection(name, embedding_function=None)
-            if not compaction_running(original):
-                client.delete_collection(copy)  # died while copying: the original is whole
-        else:
-            client.get_collection(copy, embedding_function=None).modify(name=name)
+        original = client.get_collection(name, embedding_function=None)
+        marked = _mark_time(original)
+        if marked is not None and is_fresh(marked):
+            continue  # a compaction is running in another process: its copy is its own
+        if copy in existing:
+            client.delete_collection(copy)  # died while copying: the original is whole
+        if marked is not None:
+            original.delete(ids=[COMPACT_MARK])
+
+
+def is_fresh(marked: float) -> bool:
+    """Whether a compaction's mark refreshed at ``marked`` (Unix seconds) is still alive."""
+    return time.time() - marked < STALE_AFTER
 
 
 def compaction_running(collection: Any) -> bool:
-    """Whether ``collection`` carries the mark of a compaction begun less than STALE_AFTER ago."""
+    """Whether ``collection`` carries the mark of a compaction that is still alive."""
+    marked = _mark_time(collection)
+    return marked is not None and is_fresh(marked)
+
+
+def _mark_time(collection: Any) -> float | None:
     got = collection.get(ids=[COMPACT_MARK], include=["metadatas"])
     if not got["ids"]:
-        return False
-    began = (got["metadatas"][0] or {}).get(WRITER_KEY, 0)
-    return isinstance(began, int | float) and time.time() - float(began) < STALE_AFTER
+        return None
+    value = (got["metadatas"][0] or {}).get(WRITER_KEY, 0)
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def rebuild(client: Any, old: Any, configuration: Mapping[str, Any], batch: int) -> Any:
@@ -79,11 +95,13 @@ def copy_rows(
     configuration: Mapping[str, Any],
     batch: int,
     skip: frozenset[str] = frozenset(),
+    on_page: Callable[[], None] | None = None,
 ) -> tuple[Any, int]:
     """Copy every row of ``old`` (but the ids in ``skip``) into a new collection.
 
     The copy is named ``<name>-rebuild`` (:func:`finish_interrupted` knows it) and built with
-    ``configuration``; returns it and the number of rows copied.
+    ``configuration``; ``on_page`` is called after every page copied. Returns the copy and
+    the number of rows copied.
     """
     new = client.create_collection(
         old.name + SUFFIX,
@@ -109,6 +127,8 @@ def copy_rows(
             documents=[d or "" for d in docs] if any(d is not None for d in docs) else None,
         )
         copied += len(keep)
+        if on_page is not None:
+            on_page()
     return new, copied
 
 

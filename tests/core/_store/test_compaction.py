@@ -15,6 +15,7 @@ import pytest
 
 import magnetic_core._sleep.sleeper as sleeper_module
 import magnetic_core._store.compaction as compaction
+import magnetic_core._store.rebuild as rebuild
 from magnetic_core import HashingEmbedder, MagneticMemory
 from magnetic_core._store.rebuild import COMPACT_MARK, SUFFIX
 from magnetic_core._store.record import WRITER_KEY
@@ -252,3 +253,57 @@ def test_another_process_writing_throughout_a_compaction_loses_nothing(chroma_se
         stored = {c.id for c in again.get()}
     assert set(acknowledged) <= stored  # every acknowledged write is stored
     assert len(stored) == 300 + 450
+
+
+DIE_DURING_COMPACTION = textwrap.dedent(
+    """
+    import os, sys
+    import magnetic_core._store.compaction as compaction
+    import magnetic_core._store.rebuild as rebuild
+    from magnetic_core import HashingEmbedder, MagneticMemory
+    compaction.SETTLE = 0.0
+    mem = MagneticMemory(path=sys.argv[1], embedder=HashingEmbedder(64))
+    mem._store.batch = 25  # the copy takes several pages
+    where = sys.argv[2]
+    if where == "copying":
+        def dying_copy(client, old, configuration, batch, skip=frozenset(), on_page=None):
+            new = client.create_collection(old.name + rebuild.SUFFIX, embedding_function=None)
+            got = old.get(include=["embeddings", "documents", "metadatas"], limit=batch)
+            new.add(ids=got["ids"], embeddings=got["embeddings"], metadatas=got["metadatas"],
+                    documents=got["documents"])
+            os._exit(9)  # killed after the first page of the copy
+        compaction.copy_rows = dying_copy
+    else:
+        def dying_swap(client, name, new):
+            client.delete_collection(name)
+            os._exit(9)  # killed between dropping the old collection and the rename
+        compaction.swap_in = dying_swap
+    mem.compact()
+    print("compacted")
+    """
+)
+
+
+@pytest.mark.parametrize("where", ["copying", "swapping"])
+def test_a_compaction_killed_midway_reopens_whole(tmp_path, monkeypatch, where):
+    monkeypatch.setattr(rebuild, "STALE_AFTER", 0.5)  # the dead compaction's mark ages fast
+    path = tmp_path / "store"
+    with MagneticMemory(path=path, embedder=HashingEmbedder(64)) as mem:
+        live = _churn(mem, rounds=2, size=60)
+        expected = {c.id: c.text for c in mem.get()}
+    done = subprocess.run(
+        [sys.executable, "-c", DIE_DURING_COMPACTION, str(path), where],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 9 and "compacted" not in done.stdout, done.stderr
+    time.sleep(0.6)  # no sign of life from the dead compaction since
+    with MagneticMemory(path=path, embedder=HashingEmbedder(64)) as again:
+        assert {c.id: c.text for c in again.get()} == expected
+        assert sorted(expected) == sorted(live)
+        names = [c.name for c in chromadb.PersistentClient(str(path)).list_collections()]
+        assert sorted(names) == ["mag-default-cells", "mag-default-groups"]
+        # no mark left to hold writers back: a write goes through at once
+        again.add(["after the crash"], ids=["after"])
+        assert again.compact().done
+        assert again.count() == len(expected) + 1
