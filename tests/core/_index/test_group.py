@@ -28,7 +28,7 @@ def _check(group: Group, reference: dict[str, np.ndarray]) -> None:
     np.testing.assert_allclose(group.total, want, atol=1e-9)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 2**16),
     ops=st.lists(st.sampled_from(["append", "extend", "pop"]), min_size=1, max_size=120),

@@ -19,15 +19,24 @@ EMB = HashingEmbedder(32)
 TOPICS = ("red apples and pears", "jazz trumpet solos", "rust borrow checker")
 
 
-@pytest.fixture
-def stored(tmp_path):
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
     """A store written and closed by a memory: its groups and cells as the memory had them."""
-    with MagneticMemory(path=str(tmp_path), embedder=EMB) as mem:
+    path = tmp_path_factory.mktemp("written")
+    with MagneticMemory(path=str(path), embedder=EMB) as mem:
         texts = [f"{TOPICS[i % 3]} note {i}" for i in range(30)]
         mem.add(texts, ids=[f"c{i}" for i in range(30)], metadatas=[{"i": i} for i in range(30)])
         groups = {gid: sorted(g.ids) for gid, g in mem._index.groups.items()}
         cells = {c.id: (c.text, c.metadata) for c in mem.get()}
-    return tmp_path, groups, cells
+    return path, groups, cells
+
+
+@pytest.fixture
+def stored(written, tmp_path):
+    """A copy of the written store for one test to change."""
+    path, groups, cells = written
+    shutil.copytree(path, tmp_path / "store")
+    return tmp_path / "store", groups, cells
 
 
 def _open(path) -> ChromaStore:

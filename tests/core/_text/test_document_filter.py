@@ -55,7 +55,7 @@ filters = st.recursive(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(where=filters)
 def test_the_predicate_keeps_what_chroma_keeps(chroma, where):
