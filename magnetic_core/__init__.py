@@ -29,12 +29,22 @@ from magnetic_core.errors import (
 )
 from magnetic_core.filters import compile_filter
 from magnetic_core.memory import MagneticMemory
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, SleepReport, Stats
+from magnetic_core.types import (
+    Cell,
+    CompactionReport,
+    GroupInfo,
+    Hit,
+    MergePlan,
+    Route,
+    SleepReport,
+    Stats,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Cell",
+    "CompactionReport",
     "ClosedError",
     "DimensionError",
     "DuplicateIdError",

@@ -10,6 +10,7 @@ __all__ = [
     "GROUP_ID_KEY",
     "GROUP_LABEL_KEY",
     "Cell",
+    "CompactionReport",
     "GroupInfo",
     "Hit",
     "MergePlan",
@@ -248,3 +249,26 @@ class SleepReport:
             f"{self.before.singleton_share:.1%} -> {self.after.singleton_share:.1%}, mean "
             f"cohesion {self.before.mean_cohesion:.3f} -> {self.after.mean_cohesion:.3f}"
         )
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """What one compaction of the cells collection did (:meth:`MagneticMemory.compact`).
+
+    Attributes:
+        rows: rows copied into the new collection (cells and counter rows).
+        seconds: wall time of the whole compaction.
+        skipped: why nothing was swapped in (empty when the compaction happened): another
+            writer wrote while the rows were copied, or a long write was under way.
+        freed_mb: megabytes of dropped index files removed from disk (0 for a server).
+    """
+
+    rows: int
+    seconds: float
+    skipped: str = ""
+    freed_mb: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        """Whether the compacted collection was swapped in."""
+        return not self.skipped

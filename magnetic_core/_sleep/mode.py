@@ -18,7 +18,7 @@ from magnetic_core._sleep.plan import SleepConfig
 from magnetic_core._store.concurrency import async_twin
 from magnetic_core._store.lifecycle import StoreLifecycle
 from magnetic_core.errors import InvalidInputError
-from magnetic_core.types import MergePlan, SleepReport
+from magnetic_core.types import CompactionReport, MergePlan, SleepReport
 from magnetic_core.validators import check_number
 
 __all__ = ["SleepMode"]
@@ -122,6 +122,32 @@ class SleepMode(StoreLifecycle):
         self._check_open()
         self._sleeper.schedule(writes, config)
 
+    def compact(self) -> CompactionReport:
+        """Rewrite the cells collection without the deleted vectors Chroma keeps.
+
+        Chroma's vector index keeps every deleted vector, in memory and on disk, so a store
+        of steady size under deletes grows. A compaction copies the live rows into a new
+        collection and swaps it in (a crash at any point reopens to the old or the new one,
+        whole), then, when this memory opened its own client, reopens it so Chroma frees the
+        dropped index, and removes its files.
+
+        It runs by itself in the background once the cells deleted since the last
+        compaction (by any process) outnumber the live ones and are at least 2,000; call it
+        to compact now, e.g. after a large delete. Readers are not blocked; writers wait,
+        those of other processes too (they see the compaction's mark). If another process's
+        write still gets through while the rows are copied, the compaction gives up
+        (``report.skipped`` says why) and nothing is lost.
+
+        Returns:
+            A :class:`~magnetic_core.types.CompactionReport`.
+
+        Raises:
+            PersistenceError: Chroma failed (the store stays as it was).
+        """
+        self._check_open()
+        return self._sleeper.compact()
+
+    acompact = async_twin(compact)
     aplan_merges = async_twin(plan_merges)
     aapply_merges = async_twin(apply_merges)
 

@@ -21,8 +21,9 @@ import numpy as np
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._sleep.journal import SleepJournal
 from magnetic_core._sleep.plan import PassPlan, SleepConfig, plan_pass
+from magnetic_core._store.compaction import COMPACT_FROM, compact_cells
 from magnetic_core.errors import InvalidInputError, MagneticError, PersistenceError
-from magnetic_core.types import SleepReport, Stats
+from magnetic_core.types import CompactionReport, SleepReport, Stats
 
 if TYPE_CHECKING:
     from magnetic_core.memory import MagneticMemory
@@ -46,6 +47,8 @@ class Sleeper:
         self._config = SleepConfig()
         self._writes = 0
         self._pending: Future[SleepReport] | None = None
+        self._compacting: Future[CompactionReport] | None = None
+        self.compactions = 0  # swapped in by this memory since it was opened
         self._guard = threading.Lock()
         self.last_error: BaseException | None = None
 
@@ -72,12 +75,46 @@ class Sleeper:
 
     def submit(self, config: SleepConfig) -> Future[SleepReport]:
         """Run one pass on the background thread; returns its future."""
+        return self._background(self.run, config, False)
+
+    def _background(self, fn: Any, *args: Any) -> Future[Any]:
         with self._guard:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="magnetic-sleep")
-            future = self._executor.submit(self.run, config, False)
+            future = self._executor.submit(fn, *args)
         future.add_done_callback(self._log_failure)
         return future
+
+    # -- compaction ------------------------------------------------------------------
+    def note_deletes(self) -> None:
+        """After a delete: compact in the background once the deleted outnumber the live."""
+        mem = self.memory
+        deleted = mem._deleted_base + mem._deleted_own
+        if deleted < max(COMPACT_FROM, len(mem._index)):
+            return
+        with self._guard:
+            if self._compacting is not None and not self._compacting.done():
+                return
+        self._compacting = self._background(self.compact)
+
+    def compact(self) -> CompactionReport:
+        """Compact the cells collection (see :meth:`MagneticMemory.compact`)."""
+        mem = self.memory
+        with mem._lock.intent():
+            mem._check_open()
+            mem._sync()  # copy what is stored, with this memory up to date
+            result = compact_cells(mem._store)
+            if result.done:
+                with mem._lock.write():
+                    mem._deleted_base = mem._deleted_own = 0
+                    result = replace(result, freed_mb=mem._renew_client())
+        if result.done:
+            self.compactions += 1
+            logger.info("compaction: %d rows in %.1f s, %.1f MB of dropped index files removed",
+                        result.rows, result.seconds, result.freed_mb)  # fmt: skip
+        else:
+            logger.info("compaction skipped: %s", result.skipped)
+        return result
 
     def _log_failure(self, future: Future[SleepReport]) -> None:
         error = future.exception()

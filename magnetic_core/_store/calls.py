@@ -1,5 +1,9 @@
 """Calls into Chroma: every failure becomes a PersistenceError, and racy reads are retried.
 
+A call on a collection that another client replaced (a compaction swaps in a copy of the
+cells collection) fails with "does not exist"; it is made again once on the collection now
+under that name (:meth:`ChromaCalls._rebind`), which holds the same rows.
+
 :class:`ChromaCalls` is the base of the store's classes (:class:`~magnetic_core._store.
 persistence.ChromaStore` and its group rows): one namespace, one batch size, one way of
 calling Chroma.
@@ -23,6 +27,7 @@ HINT = "check the Chroma path or server; the memory reloads what is stored once 
 _READ_CALLS = frozenset({"get", "count", "query", "peek"})
 _READ_RETRIES = (0.05, 0.2, 0.5, 1.0)
 _TRANSIENT = ("Nothing found on disk", "Error finding id")
+_VANISHED = "does not exist"
 
 
 def filler(dim: int) -> np.ndarray:
@@ -53,6 +58,8 @@ class ChromaCalls:
             try:
                 return fn(*args, **kwargs)
             except Exception as e:
+                if _VANISHED in str(e):
+                    break  # the collection was replaced: made again on the new one below
                 if not any(text in str(e) for text in _TRANSIENT):
                     raise self._failed(what, e) from e
                 logger.info("Chroma read %r failed transiently, retrying: %s", what, e)
@@ -60,7 +67,22 @@ class ChromaCalls:
         try:
             return fn(*args, **kwargs)
         except Exception as e:
+            fresh = self._rebind(fn) if _VANISHED in str(e) else None
+            if fresh is None:
+                raise self._failed(what, e) from e
+        logger.info("Chroma collection was replaced (compacted); %r goes to the new one", what)
+        try:
+            return fresh(*args, **kwargs)
+        except Exception as e:
             raise self._failed(what, e) from e
+
+    def _rebind(self, fn: Any) -> Any:
+        """The same call on the collection now under the name ``fn``'s collection had.
+
+        None when ``fn`` is not a call on one of this namespace's collections (subclasses
+        that hold collections override this).
+        """
+        return None
 
     def _failed(self, what: str, e: Exception) -> PersistenceError:
         return PersistenceError(

@@ -138,10 +138,13 @@ class WriterClock:
         self.row_id = f"{self.PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.value = 0
         self.seen: dict[str, int] = {}
+        # When a compaction of the cells (magnetic_core._store.compaction) that was running at
+        # the last read began, in Unix seconds; None when none was.
+        self.compacting: int | None = None
 
     def read(self) -> dict[str, int]:
-        """The other writers' counters, as stored now."""
-        counters = self.store.writer_counters()
+        """The other writers' counters, as stored now (and whether a compaction runs)."""
+        counters, self.compacting = self.store.counters_and_mark()
         counters.pop(self.row_id, None)
         return counters
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,9 +22,11 @@ import numpy as np
 from magnetic_core._search.scorer import Scorer
 from magnetic_core._sleep.sleeper import finish_recovery, recover
 from magnetic_core._sleep.supersession import superseded_by
+from magnetic_core._store.compaction import DELETED_KEY, release_freed_memory, remove_orphans
 from magnetic_core._store.concurrency import RWLock
 from magnetic_core._store.journal import Journal, WriterClock
 from magnetic_core._store.persistence import ChromaStore, open_client
+from magnetic_core._store.rebuild import is_fresh
 from magnetic_core._store.state import load_state, save_snapshot
 from magnetic_core.errors import ClosedError, PersistenceError
 
@@ -61,6 +64,7 @@ class StoreLifecycle:
     def _open_store(self, path: str | os.PathLike[str], namespace: str, client: Any) -> None:
         """Open (or create) the namespace, check its stamp, recover, and load the state."""
         self._owns_client = client is None
+        self._path = path
         self._client = client if client is not None else open_client(path)
         self._lock = RWLock()
         self._closed = False
@@ -74,6 +78,9 @@ class StoreLifecycle:
             )
             self._journal = Journal(self._store, self.embedder.dim)
             self._clock = WriterClock(self._store)
+            # cells deleted since the last compaction: as stored, and by this memory since
+            self._deleted_base = int(self._store.settings().get(DELETED_KEY, 0))
+            self._deleted_own = 0
             self._reload()
         except BaseException:
             self.close()
@@ -141,11 +148,53 @@ class StoreLifecycle:
             raise
 
     def _sync(self) -> bool:
-        """Reload when the last write failed or another writer changed the store."""
-        if self._stale is None and self._clock.read() == self._clock.seen:
-            return False
+        """Reload when the last write failed or another writer changed the store.
+
+        While another memory compacts the cells (its mark is read with the counters), this
+        waits for it to finish: a write into the collection being copied would be lost.
+        """
+        if self._stale is None:
+            counters = self._clock.read()
+            if self._clock.compacting is not None:
+                counters = self._await_compaction()
+            if counters == self._clock.seen:
+                return False
         self._reload()
         return True
+
+    def _await_compaction(self) -> dict[str, int]:
+        """The other writers' counters once a running compaction is over (or its mark stale)."""
+        logger.info("another memory is compacting namespace %r; waiting", self.namespace)
+        while True:
+            began = self._clock.compacting
+            if began is None:
+                break
+            if not is_fresh(began):
+                logger.warning("ignoring the mark of a compaction that stopped %d s ago",
+                               time.time() - began)  # fmt: skip
+                break
+            time.sleep(0.1)
+            self._clock.read()
+        return self._clock.read()
+
+    def _renew_client(self) -> float:
+        """After a compaction: reopen an owned persistent client, so Chroma lets go of the
+        dropped collection's index, then remove its files; returns the megabytes removed.
+
+        A client passed in by the caller is left as it is (its index memory goes when the
+        caller closes it; its files stay, chroma-core/chroma#5520).
+        """
+        if not self._owns_client:
+            return 0.0
+        try:
+            self._client.close()
+        except Exception as e:  # noqa: BLE001 - the new client is opened either way
+            logger.debug("closing the Chroma client failed: %s", e)
+        self._client = open_client(self._path)
+        self._store.client = self._client
+        self._store.reconnect()
+        release_freed_memory()
+        return remove_orphans(self._client)
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -202,6 +251,8 @@ class StoreLifecycle:
             try:
                 if writeback is not None and self._stale is None:
                     writeback.groups()
+                if getattr(self, "_deleted_own", 0) and self._stale is None:
+                    self._store.add_to_setting(DELETED_KEY, self._deleted_own)
                 if getattr(self, "_clock", None) is not None and self._clock.value:
                     self._clock.retire(self.embedder.dim)
                 if writeback is not None and self._stale is None:

@@ -12,6 +12,7 @@ settings: it is paid for on every write and never used.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -20,8 +21,8 @@ import numpy as np
 from magnetic_core._store.calls import HINT, filler
 from magnetic_core._store.client import check_namespace, open_client, read_settings, read_stamp
 from magnetic_core._store.group_rows import JOURNAL_KEY, GroupRows
-from magnetic_core._store.rebuild import finish_interrupted, rebuild
-from magnetic_core._store.record import ROW_KEY, StoredCell, decode_row, encode_row
+from magnetic_core._store.rebuild import COMPACT_MARK, finish_interrupted, rebuild
+from magnetic_core._store.record import ROW_KEY, WRITER_KEY, StoredCell, decode_row, encode_row
 from magnetic_core.errors import (
     CorruptRecordError,
     EmbedderMismatchError,
@@ -29,6 +30,7 @@ from magnetic_core.errors import (
 )
 
 __all__ = [
+    "COMPACT_MARK",
     "JOURNAL_KEY",
     "ROW_KEY",
     "SCHEMA_VERSION",
@@ -63,10 +65,11 @@ _FRAGILE_LINKS = 4
 # open, for a read that needs no vector index. Persisting it every 100 writes (Chroma's
 # batch size; the file is a few MB even at 1M cells) bounds that to about 0.3 s.
 _GROUPS_SYNC = 100
-# Reserved metadata keys beside ROW_KEY: a writer's change counter row (not a cell) and the
+# Reserved metadata key beside ROW_KEY and WRITER_KEY (record.py): the
 # transaction that wrote a row (only on writes spanning several batches).
-WRITER_KEY = "_mag_w"
 TXN_KEY = "_mag_t"
+# COMPACT_MARK (magnetic_core._store.rebuild) is a counter-shaped row: it is read with the
+# writers' counters, so noticing a running compaction costs no extra call per write.
 # Settings that describe how the store was built; clear() keeps them.
 _STAMP_KEYS = ("mag_embedder", "mag_dim", "mag_schema", "mag_join_threshold")
 
@@ -119,6 +122,38 @@ class ChromaStore(GroupRows):
             found = rebuild(self.client, found, _COLLECTION_CONFIG, self.batch)
         return found
 
+    def reconnect(self, wait: float = 5.0) -> None:
+        """Take up the collections under this namespace's names again (after a compaction).
+
+        A compaction drops the old cells collection and renames its copy; between the two
+        there is no collection under the name, so a missing one is waited for, up to
+        ``wait`` seconds.
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                cells, groups = (
+                    self.client.get_collection(name, embedding_function=None)
+                    for name in self._names()
+                )
+                break
+            except Exception as e:
+                if time.monotonic() > deadline:
+                    raise PersistenceError(
+                        f"cannot reach namespace {self.namespace!r} in Chroma: {e}", hint=HINT
+                    ) from e
+                time.sleep(0.05)
+        self.cells, self.groups = cells, groups
+        self.log = self.groups
+
+    def _rebind(self, fn: Any) -> Any:
+        owner, name = getattr(fn, "__self__", None), getattr(fn, "__name__", "")
+        if owner is None or not name or (owner is not self.cells and owner is not self.groups):
+            return None
+        was_cells = owner is self.cells
+        self.reconnect()
+        return getattr(self.cells if was_cells else self.groups, name)
+
     def _names(self) -> tuple[str, str]:
         return f"mag-{self.namespace}-cells", f"mag-{self.namespace}-groups"
 
@@ -157,6 +192,16 @@ class ChromaStore(GroupRows):
             )
         if schema != SCHEMA_VERSION:
             self.save_settings(mag_schema=SCHEMA_VERSION)
+
+    def add_to_setting(self, key: str, n: int) -> None:
+        """Add ``n`` to an integer setting, as stored now (other writers may have added)."""
+        meta = dict(self._call("read settings", self._fresh_settings))
+        meta[key] = int(meta.get(key, 0)) + n
+        self._call("save settings", self.cells.modify, metadata=meta)
+
+    def _fresh_settings(self) -> dict[str, Any]:
+        got = self.client.get_collection(self.cells.name, embedding_function=None)
+        return dict(got.metadata or {})
 
     def save_settings(self, **values: Any) -> None:
         meta = self.settings()
@@ -261,13 +306,20 @@ class ChromaStore(GroupRows):
 
     def writer_counters(self) -> dict[str, int]:
         """Every writer's change counter, by row id."""
+        return self.counters_and_mark()[0]
+
+    def counters_and_mark(self) -> tuple[dict[str, int], int | None]:
+        """Every writer's change counter, and when a running compaction began (None: none)."""
         got = self._call(
             "read change counters",
             self.cells.get,
             where={WRITER_KEY: {"$gte": 0}},
             include=["metadatas"],
         )
-        return {i: int(m[WRITER_KEY]) for i, m in zip(got["ids"], got["metadatas"], strict=True)}
+        counters = {
+            i: int(m[WRITER_KEY]) for i, m in zip(got["ids"], got["metadatas"], strict=True)
+        }
+        return counters, counters.pop(COMPACT_MARK, None)
 
     def tagged_cells(self, txn: str) -> list[str]:
         """Ids of the cells written by transaction ``txn``."""

@@ -20,10 +20,12 @@ import numpy as np
 from magnetic_core._store.codec import decode_record, metadata_to_json
 from magnetic_core.errors import CorruptRecordError
 
-__all__ = ["ROW_KEY", "CellRecord", "StoredCell", "decode_row", "encode_row"]
+__all__ = ["ROW_KEY", "WRITER_KEY", "CellRecord", "StoredCell", "decode_row", "encode_row"]
 
 ROW_KEY = "_mag"
 """The one reserved metadata key of a cell row: its record as one JSON object."""
+WRITER_KEY = "_mag_w"
+"""Marks a row of the cells collection that is not a cell: a writer's change counter."""
 
 
 @dataclass

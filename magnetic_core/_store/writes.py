@@ -163,7 +163,9 @@ class WritePath(StoreLifecycle):
                 self._writeback.cells(counter=self._clock.tick())
                 if txn is not None:
                     self._journal.finish()
-            return len(targets)
+            self._deleted_own += len(targets)
+        self._sleeper.note_deletes()
+        return len(targets)
 
     def clear(self) -> None:
         """Delete every cell and group of this namespace (the embedder stamp stays)."""

@@ -1,4 +1,5 @@
 """``magnetic sleep``: one consolidation pass; ``--check`` asks an LLM for contradictions.
+``magnetic compact``: the cells collection rewritten without the deleted vectors Chroma keeps.
 
 ``magnetic sleep`` prints the pass's report (``--dry-run``: the plan; ``--json``: machine
 readable). When the model of ``--check`` cannot be reached or fails, the command says so and
@@ -37,6 +38,34 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "the newer supersedes the older).",
     )
     add_sleep_arguments(sleep)
+    add_command(
+        subparsers,
+        parents,
+        "compact",
+        cmd_compact,
+        help="give back the space of deleted memories",
+        description="Rewrite the cells collection without the deleted vectors Chroma's index "
+        "keeps (on disk and in memory). The store does this by itself once the deleted "
+        "memories outnumber the live ones; run it after a large delete. Other processes "
+        "writing to the store wait meanwhile; nothing is lost if it is interrupted.",
+        json_help="print JSON",
+    )
+
+
+def cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
+    """Compact the namespace's cells collection and say what it did."""
+    with open_memory(args, create=False) as mem:
+        report = mem.compact()
+        kept = mem.count()
+    if getattr(args, "json", False):
+        out.write(json.dumps({**dataclasses.asdict(report), "done": report.done}) + "\n")
+    elif report.done:
+        freed = f", {report.freed_mb:.1f} MB of index files removed" if report.freed_mb else ""
+        memories = plural(kept, "memory", "memories")
+        out.write(f"compacted the store ({memories}) in {report.seconds:.1f} s{freed}\n")
+    else:
+        out.write(f"not compacted: {report.skipped}; run it again later\n")
+    return 0 if report.done else 1
 
 
 def _check_args(args: argparse.Namespace) -> None:

@@ -94,6 +94,20 @@ def test_stats_are_readable_and_json(many_groups: InProcess):
     assert data["count"] == 25 and data["singleton_groups"] == 25
 
 
+def test_compact_gives_back_the_space_of_forgotten_memories(many_groups: InProcess):
+    before = {h["id"] for h in many_groups.ok(*STORE, "export", "--format", "json").json()}
+    agreed = many_groups.ok(*STORE, "forget", "--filter", '{"kind": "topic"}', "--yes")
+    assert "forgot 25 memories" in agreed.out
+    many_groups.ok(*STORE, "add", "one memory kept", "--metadata", '{"kind": "kept"}')
+    done = many_groups.ok(*STORE, "compact").out
+    assert re.match(r"compacted the store \(1 memory\) in [\d.]+ s, [\d.]+ MB of index files", done)
+    report = many_groups.ok(*STORE, "compact", "--json").json()
+    assert report["done"] is True and report["skipped"] == ""
+    kept = many_groups.ok(*STORE, "export", "--format", "json").json()
+    assert [m["text"] for m in kept] == ["one memory kept"]
+    assert not before & {m["id"] for m in kept}
+
+
 def test_forget_by_id_and_by_filter_with_confirmation(many_groups: InProcess):
     ids = [h["id"] for h in many_groups.ok(*STORE, "search", "comets", "-k", "2", "--json").json()]
     result = many_groups(*STORE, "forget", ids[0], "no-such-id")
@@ -151,6 +165,7 @@ def test_mistakes_print_no_traceback_in_a_real_process(magnetic: Magnetic):
         (("search", "x"), "no memory store at"),
         (("export",), "no memory store at"),
         (("forget", "x"), "no memory store at"),
+        (("compact",), "no memory store at"),
     ],
 )
 def test_a_mistyped_path_is_not_created(tmp_path: Path, capsys, argv, message):

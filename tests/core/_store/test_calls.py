@@ -81,10 +81,39 @@ def test_a_write_is_never_retried_even_on_a_transient_message():
 
 
 def test_a_read_failing_for_another_reason_is_not_retried():
-    fn = Flaky("get", failures=1, message="collection does not exist")
-    with pytest.raises(PersistenceError, match="does not exist"):
+    fn = Flaky("get", failures=1, message="permission denied")
+    with pytest.raises(PersistenceError, match="permission denied"):
         ChromaCalls("ns")._call("read", fn)
     assert fn.calls == 1
+
+
+def test_a_call_on_a_vanished_collection_fails_when_nothing_replaced_it():
+    # the base class knows no collection to rebind to: one more try, then the error
+    fn = Flaky("get", failures=100, message="Collection [x] does not exist")
+    with pytest.raises(PersistenceError, match="does not exist"):
+        ChromaCalls("ns")._call("read", fn)
+    assert fn.calls == 2
+
+
+@pytest.mark.parametrize("call", ["get", "upsert"])
+def test_a_call_on_a_replaced_collection_goes_to_the_new_one(tmp_path, call: str):
+    from magnetic_core._store.persistence import ChromaStore
+
+    client = chromadb.PersistentClient(path=str(tmp_path))
+    store = ChromaStore(client, "ns").open()
+    store.cells.add(ids=["old"], embeddings=[[1.0, 0.0]])
+    stale = store.cells
+    client.delete_collection(stale.name)  # another client swaps in a copy (a compaction)
+    client.create_collection(stale.name, embedding_function=None).add(
+        ids=["copied"], embeddings=[[0.0, 1.0]]
+    )
+    if call == "get":
+        got = store._call("read cells", stale.get, include=[])
+        assert got["ids"] == ["copied"]
+    else:
+        store._call("write cells", stale.upsert, ids=["new"], embeddings=[[1.0, 1.0]])
+        assert sorted(store.cells.get(include=[])["ids"]) == ["copied", "new"]
+    assert store.cells is not stale
 
 
 @pytest.mark.parametrize("dim", [1, 3, 384])

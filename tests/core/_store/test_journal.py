@@ -1,5 +1,7 @@
 """SIGKILL during writes: a reopened store holds every acknowledged write and nothing half-done.
 
+The stream includes compactions (a copy of the cells collection swapped in), killed midway too.
+
 Writes larger than one Chroma batch go through the journal; the batch limit is lowered in
 the writer processes so that a few hundred cells already span several batches.
 """
@@ -81,13 +83,15 @@ STREAM = textwrap.dedent(
     rng = random.Random(int(sys.argv[2]))
     mem = MagneticMemory(path=sys.argv[1], embedder=HashingEmbedder(32))
     mem._store.batch = 50  # big writes span several batches (the journal's path)
+    import magnetic_core._store.compaction as compaction
+    compaction.SETTLE = 0.2  # no other writer to wait for; kills land in copies more often
     live = sorted(c.id for c in mem.get())
     print("ready", flush=True)
     serial = len(live) + 10_000 * int(sys.argv[2])
     def say(**event):
         print(json.dumps(event), flush=True)
     while True:
-        kind = rng.choice(["add", "add", "big", "upsert", "delete", "merge"])
+        kind = rng.choice(["add", "add", "big", "upsert", "delete", "merge", "compact"])
         if kind in ("add", "big"):
             n = rng.randint(1, 6) if kind == "add" else rng.randint(60, 160)
             ids = [f"s{serial + j}" for j in range(n)]
@@ -109,6 +113,9 @@ STREAM = textwrap.dedent(
         elif kind == "merge":
             say(op="begin", ids=[], texts=None)
             mem.apply_merges(mem.plan_merges(0.5))
+        elif kind == "compact":  # a kill during a compaction reopens to the old or new copy
+            say(op="begin", ids=[], texts=None)
+            mem.compact()
         else:
             continue
         say(op="done")
