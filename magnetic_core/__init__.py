@@ -44,8 +44,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cell",
-    "CompactionReport",
     "ClosedError",
+    "CompactionReport",
     "DimensionError",
     "DuplicateIdError",
     "Embedder",
