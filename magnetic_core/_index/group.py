@@ -109,5 +109,11 @@ class Group:
         # Same value as np.linalg.norm (sqrt of the dot product), without its call overhead.
         norm = math.sqrt(float(self.total.dot(self.total)))
         if norm < 1e-12:
-            return normalize(self.view.mean(axis=0, keepdims=True))[0], norm
+            mean = self.view.mean(axis=0, keepdims=True)
+            if self.n and not mean.any():
+                # The members cancel exactly (opposite cells joined under a threshold near
+                # -1, or merged): no direction is the mean's, and a NaN row would poison
+                # search scores and the group cache; any member's direction will do.
+                return self.view[0].copy(), norm
+            return normalize(mean)[0], norm
         return (self.total / norm).astype(np.float32), norm

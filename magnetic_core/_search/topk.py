@@ -61,7 +61,7 @@ def top_indices(values: np.ndarray, keep: int) -> np.ndarray:
     n = values.shape[0]
     if n <= keep:
         return np.arange(n)
-    if n >= 16 * keep:
+    if n >= 16 * keep and n >= 8 * (keep // 4 + 8):  # a sample long enough for its margin
         sample = values[::8]
         m = sample.shape[0] - (keep // 4 + 8)
         threshold = np.partition(sample, m)[m]

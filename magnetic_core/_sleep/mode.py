@@ -19,6 +19,7 @@ from magnetic_core._store.concurrency import async_twin
 from magnetic_core._store.lifecycle import StoreLifecycle
 from magnetic_core.errors import InvalidInputError
 from magnetic_core.types import CompactionReport, MergePlan, SleepReport
+from magnetic_core.validators import check_number
 
 __all__ = ["SleepMode"]
 
@@ -34,8 +35,7 @@ class SleepMode(StoreLifecycle):
         """
         self._check_open()
         threshold = self.config.merge_threshold if threshold is None else threshold
-        if not -1.0 <= threshold <= 1.0:
-            raise InvalidInputError(f"threshold must be in [-1, 1], got {threshold!r}")
+        check_number(threshold, "threshold", low=-1.0, high=1.0)
         with self._lock.read():
             return merge_plan(self._index, threshold, self.config.max_group_size)
 

@@ -8,6 +8,7 @@ adapters open their memory through :class:`DeferredMemory`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -56,19 +57,27 @@ class DeferredMemory:
         self._config = config
         self._make = make_embedder or (lambda dim, name: VectorsOnly(dim, name or PRECOMPUTED))
         self._memory: MagneticMemory | None = None
+        # Threads adding their first vectors at once must share one memory: a second one
+        # on the namespace would hold its own index and never be closed.
+        self._opening = threading.Lock()
 
     def existing(self) -> MagneticMemory | None:
         """The memory, opened from the stored stamp if the namespace exists; else None."""
         if self._memory is None:
-            stamp = read_stamp(self.client, self.namespace)
-            if stamp is not None:
-                self._open(stamp[1], stamp[0])
+            with self._opening:
+                if self._memory is None:
+                    stamp = read_stamp(self.client, self.namespace)
+                    if stamp is not None:
+                        self._open(stamp[1], stamp[0])
         return self._memory
 
     def ensure(self, dim: int) -> MagneticMemory:
         """The memory, opened for ``dim``-d vectors if it was not open (or stored) yet."""
         memory = self.existing()
-        return memory if memory is not None else self._open(dim, None)
+        if memory is not None:
+            return memory
+        with self._opening:
+            return self._memory if self._memory is not None else self._open(dim, None)
 
     def _open(self, dim: int, name: str | None) -> MagneticMemory:
         self._memory = MagneticMemory(

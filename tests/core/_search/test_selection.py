@@ -1,0 +1,97 @@
+"""What one search returns: restricted to ids, re-ranked by MMR, expanded with group mates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from magnetic_core._search.search import SearchPlan
+from magnetic_core._search.selection import Selection, select_hits
+
+from .clustered import unit
+
+ALL = 1000
+OFF = dict(entity_boost=0.0, lexical_weight=0.0, n_probe=ALL)
+
+
+def _mmr_reference(q, vectors, k, lam) -> list[int]:
+    """Plain MMR: each step the best lam * relevance - (1 - lam) * max similarity to picks."""
+    picked: list[int] = []
+    while len(picked) < min(k, len(vectors)):
+        best, best_score = -1, -np.inf
+        for i in range(len(vectors)):
+            if i in picked:
+                continue
+            red = max((float(vectors[i] @ vectors[j]) for j in picked), default=0.0)
+            score = (
+                lam * float(vectors[i] @ q) - (1 - lam) * red if picked else float(vectors[i] @ q)
+            )
+            if score > best_score + 1e-9:
+                best, best_score = i, score
+        picked.append(best)
+    return picked
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 0.7])
+def test_mmr_picks_k_of_the_fetch_k_best_as_the_reference_does(store, lam: float):
+    q = unit(np.random.default_rng(0))
+    fetched = store.exact(q, 20)
+    hits = store.mem.search(vector=q, k=6, mmr_lambda=lam, fetch_k=20, **OFF)
+    vectors = store.vectors[[store.ids.index(c) for c in fetched]]
+    assert [h.id for h in hits] == [fetched[i] for i in _mmr_reference(q, vectors, 6, lam)]
+    assert hits[0].id == fetched[0]  # the first pick is the most relevant
+
+
+def test_mmr_with_relevance_only_is_the_plain_ranking(store):
+    q = unit(np.random.default_rng(1))
+    plain = store.mem.search(vector=q, k=5, **OFF)
+    assert [h.id for h in store.mem.search(vector=q, k=5, mmr_lambda=1.0, **OFF)] == [
+        h.id for h in plain
+    ]
+
+
+def test_expansion_adds_group_mates_closest_to_the_centroid_never_twice(store):
+    q = unit(np.random.default_rng(2))
+    hits = store.mem.search(vector=q, k=3, expand=2, filter={"even": True}, **OFF)
+    index = store.mem._index
+    seen: list[str] = []
+    current = None
+    for h in hits:
+        assert h.id not in seen
+        seen.append(h.id)
+        assert h.metadata["even"] is True
+        if h.expanded_from is None:
+            current = h
+            continue
+        assert h.expanded_from == current.id and h.group_id == current.group_id
+        assert h.score == pytest.approx(float(store.vectors[store.ids.index(h.id)] @ q), abs=1e-6)
+    heads = [h for h in hits if h.expanded_from is None]
+    assert [h.id for h in heads] == store.exact(q, 3, [c for c in store.ids if int(c[1:]) % 2 == 0])
+    for head in heads:
+        group = index.loc[head.id]
+        mates = [h.id for h in hits if h.expanded_from == head.id]
+        centroid = index.centroids[group.slot]
+        shown_before = {h.id for h in hits[: hits.index(head)]} | {x.id for x in heads}
+        allowed = [c for c in group.ids if c not in shown_before and int(c[1:]) % 2 == 0]
+        want = sorted(allowed, key=lambda c: -float(index.vector(c) @ centroid))[:2]
+        assert mates == want
+
+
+def test_restriction_scores_only_the_named_cells_that_pass_the_filter(store):
+    index, catalog = store.mem._index, store.mem._catalog
+    q = unit(np.random.default_rng(3))
+    plan = SearchPlan(vector=q, k=4, n_probe=1, entities=(), entity_boost=0.0,
+                      predicate=lambda m: m["n"] % 3 == 0, exclude=frozenset({"c0"}))  # fmt: skip
+    named = [f"c{i}" for i in range(30)] + ["ghost"]
+    hits = select_hits(index, catalog, plan, Selection(ids=tuple(named)), explain=False)
+    allowed = [f"c{i}" for i in range(3, 30, 3)]  # c0 excluded, ghost missing
+    assert [h.id for h in hits] == store.exact(q, 4, allowed)
+
+
+def test_restriction_mmr_and_expansion_combine_in_one_call(store):
+    q = unit(np.random.default_rng(4))
+    among = store.ids[:60]
+    hits = store.mem.search(vector=q, k=3, ids=among, mmr_lambda=0.5, fetch_k=10, expand=1)
+    heads = [h for h in hits if h.expanded_from is None]
+    assert len(heads) == 3 and {h.id for h in heads} <= set(store.exact(q, 10, among))
+    assert len({h.id for h in hits}) == len(hits)
