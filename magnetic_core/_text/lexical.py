@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from magnetic_core._search.sublists import ranges
 from magnetic_core._search.topk import top_indices
 from magnetic_core._text.tokenize import index_terms, stem, terms
 
@@ -38,6 +39,7 @@ class _Flat:
 
     terms: list[str]
     vocab: dict[str, int]
+    surface: list[str]  # the word shown for each term (a group label shows words)
     starts: np.ndarray  # (V + 1,) offsets into docs / tfs
     docs: np.ndarray
     tfs: np.ndarray
@@ -120,6 +122,9 @@ class LexicalIndex:
         self._length = array("f")
         self._doc_terms: MutableMapping[int, tuple[str, ...]] = {}
         self._postings: dict[str, tuple[array, array]] = {}
+        # Term -> the word that first brought it, when the stem is not that word itself
+        # ("paint" -> "painted"): labels show words. Dropped with the term's last posting.
+        self._surface: dict[str, str] = {}
         self._total_length = 0.0
 
     def __len__(self) -> int:
@@ -132,8 +137,12 @@ class LexicalIndex:
             self.remove(cid)
         words = Counter(terms(text))
         counts: Counter[str] = Counter()
+        postings, surface = self._postings, self._surface
         for word, tf in words.items():  # each distinct word stemmed once
-            counts[stem(word)] += tf
+            term = stem(word)
+            if term != word and term not in counts and term not in postings:
+                surface.setdefault(term, word)
+            counts[term] += tf
         doc = len(self._cids)
         self._docno[cid] = doc
         self._cids.append(cid)
@@ -142,7 +151,6 @@ class LexicalIndex:
         self._total_length += length
         distinct = tuple(counts)
         self._doc_terms[doc] = distinct
-        postings = self._postings
         for term, tf in counts.items():
             post = postings.get(term)
             if post is None:
@@ -167,6 +175,7 @@ class LexicalIndex:
             del tfs[at]
             if not docs:
                 del self._postings[term]
+                self._surface.pop(term, None)
         if len(self._cids) > 1024 and len(self._docno) < len(self._cids) // 2:
             self._compact()
 
@@ -201,6 +210,34 @@ class LexicalIndex:
             return None
         docs = np.frombuffer(post[0], dtype=np.int64 if post[0].itemsize == 8 else np.int32)
         return docs, np.frombuffer(post[1], dtype=np.float32)
+
+    def term_counts(self, cids: Iterable[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The terms the given cells hold, as words: ``(words, cells, df)``.
+
+        ``cells[i]`` is how many of the given cells hold term ``i`` and ``df[i]`` how many
+        cells of the whole index do; ``words[i]`` is the word that first brought the term
+        (its stem when the stem is a word of the texts). Cells not indexed are skipped.
+        Array operations over the documents' term lists: no text is tokenized again.
+        """
+        docno = self._docno
+        docs = [docno[c] for c in cids if c in docno]
+        flat = self._flat
+        if flat is not None:
+            at = np.asarray(docs, np.int64)
+            starts = flat.doc_term_starts
+            held = flat.doc_terms[ranges(starts[at], starts[at + 1] - starts[at])]
+            ids, cells = np.unique(held, return_counts=True)
+            df = flat.starts[ids + 1] - flat.starts[ids]
+            return [flat.surface[i] for i in ids.tolist()], cells, df
+        counted = Counter(itertools.chain.from_iterable(self._doc_terms[d] for d in docs))
+        held_terms = list(counted)
+        postings, surface = self._postings, self._surface
+        n = len(held_terms)
+        return (
+            [surface.get(t, t) for t in held_terms],
+            np.fromiter(counted.values(), np.int64, n),
+            np.fromiter((len(postings[t][0]) for t in held_terms), np.int64, n),
+        )
 
     @staticmethod
     def query_terms(text: str) -> tuple[str, ...]:
@@ -318,9 +355,11 @@ class LexicalIndex:
             at += len(d)
         doc_terms = [position[t] for doc in live for t in self._doc_terms[doc]]
         counts = [len(self._doc_terms[doc]) for doc in live]
+        surface = self._surface
         return {
             "cids": np.array([self._cids[d] for d in live], dtype=object),
             "terms": np.array(vocab, dtype=object),
+            "surface": np.array([surface.get(t, t) for t in vocab], dtype=object),
             "lengths": np.frombuffer(self._length, dtype=np.float32)[live].copy(),
             "term_starts": np.concatenate([[0], np.cumsum(sizes)]),
             "docs": renumber[docs],
@@ -331,13 +370,26 @@ class LexicalIndex:
 
     @classmethod
     def from_arrays(
-        cls, arrays: dict[str, np.ndarray], cids: list[str], terms: list[str]
+        cls,
+        arrays: dict[str, np.ndarray],
+        cids: list[str],
+        terms: list[str],
+        surface: list[str] | None = None,
     ) -> LexicalIndex:
-        """An index over :meth:`export_arrays`' postings, read in place until a write."""
+        """An index over :meth:`export_arrays`' postings, read in place until a write.
+
+        ``surface`` is the export's ``surface`` (the word shown for each term); without
+        it, terms are shown as their stems.
+        """
         lex = cls()
         lengths = np.asarray(arrays["lengths"], np.float32)
         starts = np.ascontiguousarray(arrays["term_starts"], np.int64)
-        if lengths.shape[0] != len(cids) or starts.shape[0] != len(terms) + 1:
+        surface = list(terms) if surface is None else list(surface)
+        if (
+            lengths.shape[0] != len(cids)
+            or starts.shape[0] != len(terms) + 1
+            or len(surface) != len(terms)
+        ):
             raise ValueError("the BM25 arrays do not agree in length")
         lex._cids = list(cids)
         lex._docno = dict(zip(cids, range(len(cids))))
@@ -346,6 +398,7 @@ class LexicalIndex:
         lex._flat = _Flat(
             terms=list(terms),
             vocab=dict(zip(terms, range(len(terms)))),
+            surface=surface,
             starts=starts,
             docs=np.ascontiguousarray(arrays["docs"], np.int64),
             tfs=np.ascontiguousarray(arrays["tfs"], np.float32),
@@ -371,5 +424,6 @@ class LexicalIndex:
                 f.frombytes(flat.tfs[starts[i] : starts[i + 1]].tobytes())
                 postings[term] = (d, f)
             self._doc_terms = _DocTerms(flat)  # made per document when it is next needed
+            self._surface = {t: w for t, w in zip(flat.terms, flat.surface) if t != w}
             self._postings = postings
             self._flat = None
