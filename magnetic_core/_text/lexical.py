@@ -21,76 +21,16 @@ import math
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, MutableMapping
-from dataclasses import dataclass
+from collections.abc import Iterable, MutableMapping
 
 import numpy as np
 
 from magnetic_core._search.sublists import ranges
 from magnetic_core._search.topk import top_indices
+from magnetic_core._text.flat_postings import DocTerms, FlatPostings
 from magnetic_core._text.tokenize import index_terms, stem, terms
 
 __all__ = ["LexicalIndex", "index_terms", "stem"]
-
-
-@dataclass(frozen=True)
-class _Flat:
-    """Postings as :meth:`LexicalIndex.export_arrays` gives them, read in place."""
-
-    terms: list[str]
-    vocab: dict[str, int]
-    surface: list[str]  # the word shown for each term (a group label shows words)
-    starts: np.ndarray  # (V + 1,) offsets into docs / tfs
-    docs: np.ndarray
-    tfs: np.ndarray
-    doc_terms: np.ndarray
-    doc_term_starts: np.ndarray
-
-    def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        at = self.vocab.get(term)
-        if at is None:
-            return None
-        lo, hi = int(self.starts[at]), int(self.starts[at + 1])
-        return self.docs[lo:hi], self.tfs[lo:hi]
-
-
-class _DocTerms(MutableMapping[int, tuple[str, ...]]):
-    """Document -> its distinct terms: the flat arrays' documents, then those set since."""
-
-    def __init__(self, flat: _Flat) -> None:
-        self._flat = flat
-        self._set: dict[int, tuple[str, ...]] = {}
-        self._gone: set[int] = set()
-        self._n = flat.doc_term_starts.shape[0] - 1
-
-    def _flat_has(self, doc: int) -> bool:
-        return 0 <= doc < self._n and doc not in self._gone
-
-    def __getitem__(self, doc: int) -> tuple[str, ...]:
-        found = self._set.get(doc)
-        if found is not None:
-            return found
-        if not self._flat_has(doc):
-            raise KeyError(doc)
-        flat = self._flat
-        lo, hi = int(flat.doc_term_starts[doc]), int(flat.doc_term_starts[doc + 1])
-        return tuple(flat.terms[t] for t in flat.doc_terms[lo:hi].tolist())
-
-    def __setitem__(self, doc: int, terms: tuple[str, ...]) -> None:
-        self._set[doc] = terms
-
-    def __delitem__(self, doc: int) -> None:
-        if self._set.pop(doc, None) is None and not self._flat_has(doc):
-            raise KeyError(doc)
-        if 0 <= doc < self._n:
-            self._gone.add(doc)
-
-    def __iter__(self) -> Iterator[int]:
-        yield from (d for d in range(self._n) if d not in self._gone and d not in self._set)
-        yield from self._set
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 class LexicalIndex:
@@ -116,7 +56,7 @@ class LexicalIndex:
 
     def clear(self) -> None:
         """Forget every cell."""
-        self._flat: _Flat | None = None
+        self._flat: FlatPostings | None = None
         self._docno: dict[str, int] = {}
         self._cids: list[str | None] = []
         self._length = array("f")
@@ -395,7 +335,7 @@ class LexicalIndex:
         lex._docno = dict(zip(cids, range(len(cids))))
         lex._length = array("f", lengths.tobytes())
         lex._total_length = float(lengths.sum(dtype=np.float64))
-        lex._flat = _Flat(
+        lex._flat = FlatPostings(
             terms=list(terms),
             vocab=dict(zip(terms, range(len(terms)))),
             surface=surface,
@@ -423,7 +363,7 @@ class LexicalIndex:
                 d.frombytes(flat.docs[starts[i] : starts[i + 1]].tobytes())
                 f.frombytes(flat.tfs[starts[i] : starts[i + 1]].tobytes())
                 postings[term] = (d, f)
-            self._doc_terms = _DocTerms(flat)  # made per document when it is next needed
+            self._doc_terms = DocTerms(flat)  # made per document when it is next needed
             self._surface = {t: w for t, w in zip(flat.terms, flat.surface) if t != w}
             self._postings = postings
             self._flat = None
