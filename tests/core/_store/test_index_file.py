@@ -209,11 +209,15 @@ def test_arrays_saved_beside_the_index_come_back(store):
 
 
 def test_the_search_scorer_comes_back_with_the_snapshot(tmp_path, monkeypatch):
-    # Past the scorer's threshold a search builds it; the snapshot carries it to the next
-    # open, which then answers the same query the same way without rebuilding it.
-    from magnetic_core._search import scorer as scorer_module
+    # Past the size searched exactly (the budget covers less than EXACT_SHARE of the store)
+    # a search builds the scorer; the snapshot carries it to the next open, which then
+    # answers the same query the same way without rebuilding it.
+    import math
 
-    n = scorer_module.MIN_CELLS + 200
+    from magnetic_core._search import scorer as scorer_module
+    from magnetic_core._search.search import EXACT_SHARE, PROBE_FLOOR
+
+    n = max(scorer_module.MIN_CELLS, math.ceil(PROBE_FLOOR / EXACT_SHARE)) + 200
     texts = [f"record {i} on {WORDS[i % len(WORDS)]} number {i % 97}" for i in range(n)]
 
     def big():
