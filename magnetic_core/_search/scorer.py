@@ -277,30 +277,7 @@ class Scorer:
         scorer.energy, scorer._fitted_n = float(arrays["energy"][0]), fitted_n
         st = ScorerState(index.dim, rank)
         st.resize(len(index.slot_groups))
-        group_lists = np.asarray(arrays["group_lists"], np.int64)
-        list_len = np.asarray(arrays["list_len"], np.int64)
-        list_at = np.cumsum(group_lists) - group_lists
-        row_counts = np.add.reduceat(list_len, list_at) if list_len.size else list_len
-        row_at = np.cumsum(row_counts) - row_counts
-        ids = arrays["cell_ids"].tolist()
-        for g, gid in enumerate(arrays["gids"].tolist()):
-            group = index.groups.get(gid)
-            n, r0 = int(row_counts[g]), int(row_at[g])
-            if group is None or group.n != n:
-                continue
-            rows = [group.rows.get(cid) for cid in ids[r0 : r0 + n]]
-            if None in rows:
-                continue
-            l0, l1 = int(list_at[g]), int(list_at[g] + group_lists[g])
-            st.append(
-                group.slot,
-                group,
-                np.asarray(arrays["list_mean"][l0:l1], np.float32),
-                list_len[l0:l1],
-                np.asarray(arrays["code"][r0 : r0 + n], np.int8),
-                np.asarray(arrays["scale"][r0 : r0 + n], np.float32),
-                np.asarray(rows, np.int32),
-            )
+        _restore(st, arrays, index)
         scorer._state, scorer._index = st, index
         scorer._code_centroids(index, range(len(index.slot_groups)))
         scorer._epoch = index.centroid_epoch
@@ -366,6 +343,45 @@ class Scorer:
             extra_ids, extra = _exact_groups(index, slots[stale], q)
             return ids + extra_ids, np.concatenate([scores, extra])
         return ids, scores
+
+
+def _restore(st: ScorerState, arrays: Mapping[str, np.ndarray], index: HierIndex) -> None:
+    """Fill ``st`` with the exported groups that still hold exactly the exported cells."""
+    group_lists = np.asarray(arrays["group_lists"], np.int64)
+    list_len = np.asarray(arrays["list_len"], np.int64)
+    list_at = np.cumsum(group_lists) - group_lists
+    row_counts = np.add.reduceat(list_len, list_at) if list_len.size else list_len
+    row_at = np.cumsum(row_counts) - row_counts
+    ids = arrays["cell_ids"].tolist()
+    keep: list[int] = []
+    groups: list[Group] = []
+    rows: list[int] = []
+    for g, gid in enumerate(arrays["gids"].tolist()):
+        group = index.groups.get(gid)
+        n, r0 = int(row_counts[g]), int(row_at[g])
+        if group is None or group.n != n:
+            continue
+        at = [group.rows.get(cid) for cid in ids[r0 : r0 + n]]
+        if None in at:
+            continue
+        keep.append(g)
+        groups.append(group)
+        rows.extend(at)  # type: ignore[arg-type]  # no None past the check above
+    if not keep:
+        return
+    kept = np.asarray(keep, np.int64)
+    lists = ranges(list_at[kept], group_lists[kept])
+    cells = ranges(row_at[kept], row_counts[kept])
+    st.append_groups(
+        np.fromiter((grp.slot for grp in groups), np.int64, len(groups)),
+        groups,
+        group_lists[kept],
+        np.ascontiguousarray(arrays["list_mean"][lists], np.float32),
+        list_len[lists],
+        np.asarray(arrays["code"][cells], np.int8),
+        np.asarray(arrays["scale"][cells], np.float32),
+        np.asarray(rows, np.int32),
+    )
 
 
 def _exact_groups(

@@ -166,3 +166,58 @@ class ScorerState:
         self.slot_block[slot] = h
         self.slot_key[slot] = (group, group.version)
         self.stale[slot] = False
+
+    def append_groups(
+        self,
+        slots: np.ndarray,
+        groups: list[Group],
+        list_counts: np.ndarray,
+        means: np.ndarray,
+        lens: np.ndarray,
+        code: np.ndarray,
+        scale: np.ndarray,
+        rows: np.ndarray,
+    ) -> None:
+        """:meth:`append` for many groups at once (a restore): the same rows and arrays.
+
+        Group ``i`` owns the next ``list_counts[i]`` sub-lists of ``means`` / ``lens``, and
+        their cells the next ``lens`` rows of ``code`` / ``scale`` / ``rows``, in order.
+        """
+        if not groups:
+            return
+        self._probe_args = None
+        h0 = len(self.block_ref)
+        blocks = []
+        for group in groups:
+            block = group.vecs
+            if not block.flags.c_contiguous or block.dtype != np.float32:
+                block = np.ascontiguousarray(block[: group.n], np.float32)
+            blocks.append(block)
+        self.block_ref.extend(blocks)
+        self.block_group.extend(groups)
+        handles = h0 + np.arange(len(groups))
+        cells = np.add.reduceat(lens, np.cumsum(list_counts) - list_counts) if lens.size else lens
+        row0 = self.rows.append(
+            code=code, scale=scale, block=np.repeat(handles, cells).astype(np.int32), row=rows
+        )
+        norms = np.sqrt(np.einsum("ij,ij->i", means, means))
+        mean_code, mean_scale = quantize(means)
+        first = self.lists.append(
+            mean=means,
+            code=mean_code,
+            scale=mean_scale,
+            inv=1.0 / np.maximum(norms, 1e-12),
+            start=row0 + np.cumsum(lens) - lens,
+            len=lens,
+        )
+        list_first = first + np.cumsum(list_counts) - list_counts
+        self.blocks.append(
+            address=np.fromiter((b.ctypes.data for b in blocks), np.int64, len(blocks)),
+            count=np.fromiter((g.n for g in groups), np.int64, len(groups)),
+            first=list_first,
+            end=list_first + list_counts,
+        )
+        self.slot_block[slots] = handles
+        for slot, group in zip(slots.tolist(), groups, strict=True):
+            self.slot_key[slot] = (group, group.version)
+        self.stale[slots] = False

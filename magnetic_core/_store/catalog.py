@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from magnetic_core._search.context import Threads
 from magnetic_core._store.columns import RecordColumns, Records
 from magnetic_core._store.record import CellRecord
 from magnetic_core._text.lexical import LexicalIndex
-from magnetic_core._text.tokenize import terms
+
+if TYPE_CHECKING:
+    from magnetic_core._index.group import Group
 
 __all__ = ["CellRecord", "Catalog"]
 
@@ -39,6 +43,35 @@ def _labels_concept(term: str) -> bool:
 def _entity_labels(entity: str) -> bool:
     word = entity.lower().replace("\u2019", "'")
     return not _CONTRACTION.match(word) and word not in _LABEL_STOPWORDS
+
+
+def _label_words(
+    words: list[str], counts: np.ndarray, df: np.ndarray, n: int, first: list[str]
+) -> list[str]:
+    """Up to three words naming a group: ``first`` (its shared entities), then its terms
+    by frequency in the group times inverse document frequency in the store (ties: the
+    word first in alphabetical order), leaving out numbers, contractions, chit-chat words
+    and words already contained in one taken."""
+    # A concept's words are shared by several members: one-off words only name a
+    # single-cell group.
+    shared = np.flatnonzero(counts > 1)
+    at = shared if shared.size else np.arange(counts.shape[0])
+    weight = counts[at] * np.log1p(max(n, 1) / (1.0 + df[at]))
+    # The best few by weight are enough: most terms are never looked at.
+    if at.shape[0] > 64:
+        best = np.argpartition(-weight, 63)[:64]
+        cutoff = weight[best].min()
+        best = np.flatnonzero(weight >= cutoff)  # every tie at the cut-off
+        at, weight = at[best], weight[best]
+    order = sorted(range(at.shape[0]), key=lambda i: (-float(weight[i]), words[at[i]]))
+    taken = list(first)
+    for i in order:
+        if len(taken) >= 3:
+            break
+        term = words[int(at[i])]
+        if _labels_concept(term) and not any(term in w for w in taken):
+            taken.append(term)
+    return taken
 
 
 class Catalog:
@@ -150,55 +183,33 @@ class Catalog:
         ):
             return cached[1], cached[2]
         sample = member_ids[:100]
-        term_counts: Counter[str] = Counter()
+        words, counts, df = self.lexical.term_counts(sample)
         entity_counts: Counter[str] = Counter()
         for cid in sample:
-            cell_words, cell_entities = self._label_words(cid)
-            term_counts.update(cell_words)
-            entity_counts.update(cell_entities)
-        n = max(len(self.records), 1)
-        df = self.lexical.df
-
+            entity_counts.update(self.records.entities_of(cid))
         top_entities = tuple(e for e, _ in entity_counts.most_common(5))
         shared_entities = [
             e
             for e, c in entity_counts.most_common(4)
             if (c > 1 or len(sample) == 1) and _entity_labels(e)
         ][:2]
-        # A concept's words are shared by several members: one-off words only name a
-        # single-cell group. (This also keeps labelling cheap: a search labels its hits.)
-        shared = [(t, c) for t, c in term_counts.items() if c > 1]
-        weighted = [
-            (-c * math.log(1 + n / (1 + df(t))), t) for t, c in (shared or term_counts.items())
-        ]
-        ranked = [(t, -w) for w, t in sorted(weighted)]
-        words: list[str] = list(shared_entities)
-        for term, _ in ranked:
-            if not _labels_concept(term):
-                continue  # numbers, contractions and chit-chat words name no concept
-            if len(words) >= 3:
-                break
-            if not any(term in w for w in words):
-                words.append(term)
-        label = " / ".join(words) if words else gid
+        label = " / ".join(_label_words(words, counts, df, len(self.records), shared_entities))
+        label = label or gid
         # The member list is kept so that its identity marks the same group.
         self._labels[gid] = (version, label, top_entities, member_ids)
         return label, top_entities
 
-    def _label_words(self, cid: str) -> tuple[Sequence[str], Sequence[str]]:
-        """A cell's distinct words and its entities, for a label.
+    def labels_of(self, groups: Iterable[Group]) -> list[tuple[str, tuple[str, ...]]]:
+        """``(label, top entities)`` of each group, computed where not cached (a snapshot
+        keeps them, so a store that was just opened labels its hits without work)."""
+        return [self.label(g.gid, g.version, g.ids) for g in groups]
 
-        A record still in the snapshot's columns is read without being decoded or kept:
-        labelling every group a search shows would otherwise decode (and hold) up to a
-        hundred records per group, most of the store after a few hundred searches.
-        """
-        record = self.records.decoded(cid)
-        if record is None:
-            text, entities = self.records.text_and_entities(cid)
-            return tuple(dict.fromkeys(terms(text))), entities
-        if not record.terms and record.text:  # opened from a snapshot: words from text
-            record.terms = tuple(dict.fromkeys(terms(record.text)))
-        return record.terms, record.entities
+    def restore_labels(
+        self, groups: Iterable[Group], labels: Iterable[tuple[str, tuple[str, ...]]]
+    ) -> None:
+        """Take the labels :meth:`labels_of` gave for these groups, as they are now."""
+        for group, (label, entities) in zip(groups, labels, strict=True):
+            self._labels[group.gid] = (group.version, label, entities, group.ids)
 
     def forget_label(self, gid: str) -> None:
         self._labels.pop(gid, None)

@@ -213,6 +213,13 @@ class Records(MutableMapping[str, CellRecord]):
         row = self._row[cid]
         return self._columns.text(row), self._columns.entities_of(row)
 
+    def entities_of(self, cid: str) -> Sequence[str]:
+        """A cell's entities, read from the columns without decoding the record."""
+        record = self._made.get(cid)
+        if record is not None or not self._stored(cid) or self._columns is None:
+            return self[cid].entities
+        return self._columns.entities_of(self._row[cid])
+
     def stored(self, cid: str) -> StoredFields:
         """A cell's record as a snapshot stores it; a row never read is not decoded."""
         if cid not in self._made and self._stored(cid) and self._columns is not None:

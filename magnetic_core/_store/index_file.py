@@ -51,7 +51,7 @@ __all__ = ["Loaded", "Snapshot", "snapshot_path"]
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 3  # 3: the groups' running sums ("totals"); large arrays are memory-mapped
+FORMAT = 4  # 3: groups' running sums ("totals"), memory-mapped; 4: BM25 terms' words, labels
 _EXTRA = "extra_"
 _LEX_ARRAYS = ("lengths", "term_starts", "docs", "tfs", "doc_terms", "doc_term_starts")
 DIRECTORY = "magnetic-index"
@@ -157,7 +157,9 @@ class Snapshot:
             counters = {str(k): int(v) for k, v in meta["counters"].items()}
             ids = _strings(arrays, "ids")
             index = _index(arrays, ids, max_group_size, writer)
-            return Loaded(index, _catalog(arrays, ids), extra, counters)
+            catalog = _catalog(arrays, ids)
+            _restore_labels(arrays, index, catalog)
+            return Loaded(index, catalog, extra, counters)
         except Exception as e:  # noqa: BLE001 - any unreadable file is only a cache miss
             logger.warning(
                 "index snapshot %s is unreadable (%s: %s); rebuilding from the cells",
@@ -256,6 +258,7 @@ def _state_arrays(index: HierIndex, catalog: Catalog, dim: int) -> dict[str, np.
     lex = catalog.lexical.export_arrays()
     lex_cids = lex.pop("cids").tolist()
     lex_terms = lex.pop("terms").tolist()
+    lex_surface = lex.pop("surface").tolist()
     return {
         "sizes": np.array([g.n for g in groups], np.int64),
         "totals": index.totals,
@@ -268,8 +271,32 @@ def _state_arrays(index: HierIndex, catalog: Catalog, dim: int) -> dict[str, np.
         **_records(catalog, ids),
         **_blob("lex_cids", lex_cids),
         **_blob("lex_terms", lex_terms),
+        **_blob("lex_surface", lex_surface),
         **{f"lex_{k}": v for k, v in lex.items()},
+        **_labels(groups, catalog),
     }
+
+
+def _labels(groups: list[Group], catalog: Catalog) -> dict[str, np.ndarray]:
+    """Every group's label and top entities (a search after the open computes none)."""
+    labels = catalog.labels_of(groups)
+    return {
+        **_blob("labels", [label for label, _ in labels]),
+        "label_entity_counts": np.array([len(e) for _, e in labels], np.int64),
+        **_blob("label_entities", [e for _, entities in labels for e in entities]),
+    }
+
+
+def _restore_labels(arrays: Mapping[str, np.ndarray], index: HierIndex, catalog: Catalog) -> None:
+    labels = _strings(arrays, "labels")
+    entities = _strings(arrays, "label_entities")
+    ends = np.cumsum(arrays["label_entity_counts"], dtype=np.int64).tolist()
+    groups = index.slot_groups
+    if len(labels) != len(groups) or len(ends) != len(groups):
+        raise ValueError("the snapshot's labels and groups disagree")
+    starts = [0, *ends[:-1]]
+    tops = [tuple(entities[a:b]) for a, b in zip(starts, ends, strict=True)]
+    catalog.restore_labels(groups, zip(labels, tops, strict=True))
 
 
 def _blob(name: str, strings: list[str]) -> dict[str, np.ndarray]:
@@ -359,9 +386,9 @@ def _catalog(arrays: Mapping[str, np.ndarray], ids: list[str]) -> Catalog:
     )
     lex_arrays = {k: arrays[f"lex_{k}"] for k in _LEX_ARRAYS}
     lex_cids, lex_terms = _strings(arrays, "lex_cids"), _strings(arrays, "lex_terms")
-    # The snapshot keeps the stems BM25 indexes, not the words a label shows: records get
-    # their words from their text when a label first needs them (Catalog.label).
-    lexical = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms)
+    # The stems BM25 indexes and the word shown for each (group labels show words).
+    surface = _strings(arrays, "lex_surface")
+    lexical = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms, surface)
     if len(lexical) != len(columns):
         raise ValueError("the snapshot's BM25 postings and cells disagree")
     return Catalog(columns, lexical)

@@ -21,74 +21,16 @@ import math
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, MutableMapping
-from dataclasses import dataclass
+from collections.abc import Iterable, MutableMapping
 
 import numpy as np
 
+from magnetic_core._search.sublists import ranges
 from magnetic_core._search.topk import top_indices
+from magnetic_core._text.flat_postings import DocTerms, FlatPostings
 from magnetic_core._text.tokenize import index_terms, stem, terms
 
 __all__ = ["LexicalIndex", "index_terms", "stem"]
-
-
-@dataclass(frozen=True)
-class _Flat:
-    """Postings as :meth:`LexicalIndex.export_arrays` gives them, read in place."""
-
-    terms: list[str]
-    vocab: dict[str, int]
-    starts: np.ndarray  # (V + 1,) offsets into docs / tfs
-    docs: np.ndarray
-    tfs: np.ndarray
-    doc_terms: np.ndarray
-    doc_term_starts: np.ndarray
-
-    def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        at = self.vocab.get(term)
-        if at is None:
-            return None
-        lo, hi = int(self.starts[at]), int(self.starts[at + 1])
-        return self.docs[lo:hi], self.tfs[lo:hi]
-
-
-class _DocTerms(MutableMapping[int, tuple[str, ...]]):
-    """Document -> its distinct terms: the flat arrays' documents, then those set since."""
-
-    def __init__(self, flat: _Flat) -> None:
-        self._flat = flat
-        self._set: dict[int, tuple[str, ...]] = {}
-        self._gone: set[int] = set()
-        self._n = flat.doc_term_starts.shape[0] - 1
-
-    def _flat_has(self, doc: int) -> bool:
-        return 0 <= doc < self._n and doc not in self._gone
-
-    def __getitem__(self, doc: int) -> tuple[str, ...]:
-        found = self._set.get(doc)
-        if found is not None:
-            return found
-        if not self._flat_has(doc):
-            raise KeyError(doc)
-        flat = self._flat
-        lo, hi = int(flat.doc_term_starts[doc]), int(flat.doc_term_starts[doc + 1])
-        return tuple(flat.terms[t] for t in flat.doc_terms[lo:hi].tolist())
-
-    def __setitem__(self, doc: int, terms: tuple[str, ...]) -> None:
-        self._set[doc] = terms
-
-    def __delitem__(self, doc: int) -> None:
-        if self._set.pop(doc, None) is None and not self._flat_has(doc):
-            raise KeyError(doc)
-        if 0 <= doc < self._n:
-            self._gone.add(doc)
-
-    def __iter__(self) -> Iterator[int]:
-        yield from (d for d in range(self._n) if d not in self._gone and d not in self._set)
-        yield from self._set
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 class LexicalIndex:
@@ -114,12 +56,15 @@ class LexicalIndex:
 
     def clear(self) -> None:
         """Forget every cell."""
-        self._flat: _Flat | None = None
+        self._flat: FlatPostings | None = None
         self._docno: dict[str, int] = {}
         self._cids: list[str | None] = []
         self._length = array("f")
         self._doc_terms: MutableMapping[int, tuple[str, ...]] = {}
         self._postings: dict[str, tuple[array, array]] = {}
+        # Term -> the word that first brought it, when the stem is not that word itself
+        # ("paint" -> "painted"): labels show words. Dropped with the term's last posting.
+        self._surface: dict[str, str] = {}
         self._total_length = 0.0
 
     def __len__(self) -> int:
@@ -132,8 +77,12 @@ class LexicalIndex:
             self.remove(cid)
         words = Counter(terms(text))
         counts: Counter[str] = Counter()
+        postings, surface = self._postings, self._surface
         for word, tf in words.items():  # each distinct word stemmed once
-            counts[stem(word)] += tf
+            term = stem(word)
+            if term != word and term not in counts and term not in postings:
+                surface.setdefault(term, word)
+            counts[term] += tf
         doc = len(self._cids)
         self._docno[cid] = doc
         self._cids.append(cid)
@@ -142,7 +91,6 @@ class LexicalIndex:
         self._total_length += length
         distinct = tuple(counts)
         self._doc_terms[doc] = distinct
-        postings = self._postings
         for term, tf in counts.items():
             post = postings.get(term)
             if post is None:
@@ -167,6 +115,7 @@ class LexicalIndex:
             del tfs[at]
             if not docs:
                 del self._postings[term]
+                self._surface.pop(term, None)
         if len(self._cids) > 1024 and len(self._docno) < len(self._cids) // 2:
             self._compact()
 
@@ -201,6 +150,34 @@ class LexicalIndex:
             return None
         docs = np.frombuffer(post[0], dtype=np.int64 if post[0].itemsize == 8 else np.int32)
         return docs, np.frombuffer(post[1], dtype=np.float32)
+
+    def term_counts(self, cids: Iterable[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The terms the given cells hold, as words: ``(words, cells, df)``.
+
+        ``cells[i]`` is how many of the given cells hold term ``i`` and ``df[i]`` how many
+        cells of the whole index do; ``words[i]`` is the word that first brought the term
+        (its stem when the stem is a word of the texts). Cells not indexed are skipped.
+        Array operations over the documents' term lists: no text is tokenized again.
+        """
+        docno = self._docno
+        docs = [docno[c] for c in cids if c in docno]
+        flat = self._flat
+        if flat is not None:
+            at = np.asarray(docs, np.int64)
+            starts = flat.doc_term_starts
+            held = flat.doc_terms[ranges(starts[at], starts[at + 1] - starts[at])]
+            ids, cells = np.unique(held, return_counts=True)
+            df = flat.starts[ids + 1] - flat.starts[ids]
+            return [flat.surface[i] for i in ids.tolist()], cells, df
+        counted = Counter(itertools.chain.from_iterable(self._doc_terms[d] for d in docs))
+        held_terms = list(counted)
+        postings, surface = self._postings, self._surface
+        n = len(held_terms)
+        return (
+            [surface.get(t, t) for t in held_terms],
+            np.fromiter(counted.values(), np.int64, n),
+            np.fromiter((len(postings[t][0]) for t in held_terms), np.int64, n),
+        )
 
     @staticmethod
     def query_terms(text: str) -> tuple[str, ...]:
@@ -318,9 +295,11 @@ class LexicalIndex:
             at += len(d)
         doc_terms = [position[t] for doc in live for t in self._doc_terms[doc]]
         counts = [len(self._doc_terms[doc]) for doc in live]
+        surface = self._surface
         return {
             "cids": np.array([self._cids[d] for d in live], dtype=object),
             "terms": np.array(vocab, dtype=object),
+            "surface": np.array([surface.get(t, t) for t in vocab], dtype=object),
             "lengths": np.frombuffer(self._length, dtype=np.float32)[live].copy(),
             "term_starts": np.concatenate([[0], np.cumsum(sizes)]),
             "docs": renumber[docs],
@@ -331,21 +310,35 @@ class LexicalIndex:
 
     @classmethod
     def from_arrays(
-        cls, arrays: dict[str, np.ndarray], cids: list[str], terms: list[str]
+        cls,
+        arrays: dict[str, np.ndarray],
+        cids: list[str],
+        terms: list[str],
+        surface: list[str] | None = None,
     ) -> LexicalIndex:
-        """An index over :meth:`export_arrays`' postings, read in place until a write."""
+        """An index over :meth:`export_arrays`' postings, read in place until a write.
+
+        ``surface`` is the export's ``surface`` (the word shown for each term); without
+        it, terms are shown as their stems.
+        """
         lex = cls()
         lengths = np.asarray(arrays["lengths"], np.float32)
         starts = np.ascontiguousarray(arrays["term_starts"], np.int64)
-        if lengths.shape[0] != len(cids) or starts.shape[0] != len(terms) + 1:
+        surface = list(terms) if surface is None else list(surface)
+        if (
+            lengths.shape[0] != len(cids)
+            or starts.shape[0] != len(terms) + 1
+            or len(surface) != len(terms)
+        ):
             raise ValueError("the BM25 arrays do not agree in length")
         lex._cids = list(cids)
         lex._docno = dict(zip(cids, range(len(cids))))
         lex._length = array("f", lengths.tobytes())
         lex._total_length = float(lengths.sum(dtype=np.float64))
-        lex._flat = _Flat(
+        lex._flat = FlatPostings(
             terms=list(terms),
             vocab=dict(zip(terms, range(len(terms)))),
+            surface=surface,
             starts=starts,
             docs=np.ascontiguousarray(arrays["docs"], np.int64),
             tfs=np.ascontiguousarray(arrays["tfs"], np.float32),
@@ -370,6 +363,7 @@ class LexicalIndex:
                 d.frombytes(flat.docs[starts[i] : starts[i + 1]].tobytes())
                 f.frombytes(flat.tfs[starts[i] : starts[i + 1]].tobytes())
                 postings[term] = (d, f)
-            self._doc_terms = _DocTerms(flat)  # made per document when it is next needed
+            self._doc_terms = DocTerms(flat)  # made per document when it is next needed
+            self._surface = {t: w for t, w in zip(flat.terms, flat.surface) if t != w}
             self._postings = postings
             self._flat = None

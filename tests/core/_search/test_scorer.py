@@ -256,6 +256,40 @@ def test_exported_arrays_restore_the_scorer_into_a_reloaded_index(data) -> None:
     assert gone not in [c.id for c in run_search(again, Catalog(), _plan(q), changed)]
 
 
+def test_a_restore_fills_the_arrays_as_coding_group_by_group_does(data) -> None:
+    """The bulk restore (one append for every group) gives every column, sub-list and row
+    the values a group-by-group append of the same codes gives, whatever the slot order."""
+    base, _ = data
+    index = _index(base)
+    built = _scorer(index)
+    built.sync(index)
+    again = _reloaded(index, seed=2)
+    restored = Scorer.from_arrays(built.export_arrays(), again)
+    st = restored._state
+    src = built._state
+    assert not st.stale[: len(again.slot_groups)].any()
+    for group in again.slot_groups:
+        h, ref = st.slot_block[group.slot], src.slot_block[index.groups[group.gid].slot]
+        assert st.block_group[h] is group
+        first, end = int(st.blocks.first[h]), int(st.blocks.end[h])
+        rfirst, rend = int(src.blocks.first[ref]), int(src.blocks.end[ref])
+        assert end - first == rend - rfirst
+        np.testing.assert_array_equal(st.lists.len[first:end], src.lists.len[rfirst:rend])
+        np.testing.assert_array_equal(st.lists.code[first:end], src.lists.code[rfirst:rend])
+        np.testing.assert_array_equal(st.lists.inv[first:end], src.lists.inv[rfirst:rend])
+        for j, rj in zip(range(first, end), range(rfirst, rend), strict=True):
+            rows = np.arange(st.lists.start[j], st.lists.start[j] + st.lists.len[j])
+            rrows = np.arange(src.lists.start[rj], src.lists.start[rj] + src.lists.len[rj])
+            np.testing.assert_array_equal(st.rows.code[rows], src.rows.code[rrows])
+            assert (st.rows.block[rows] == h).all()
+            # The same cells, found at their rows in the reloaded group's block.
+            got = [group.ids[r] for r in st.rows.row[rows].tolist()]
+            old = index.groups[group.gid]
+            assert got == [old.ids[r] for r in src.rows.row[rrows].tolist()]
+        assert int(st.blocks.count[h]) == group.n
+        assert int(st.blocks.address[h]) == group.vecs.ctypes.data
+
+
 def test_small_stores_build_nothing_and_growth_refits_the_basis() -> None:
     vecs, _ = clustered_data(20000, 32, 60, spread=0.8, decay=1.5, seed=5)
     index = HierIndex(32, 256)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from magnetic_core._index.index import HierIndex
@@ -45,3 +47,68 @@ def test_the_default_budget_grows_with_the_store_then_stays_flat() -> None:
     assert budgets == sorted(budgets)
     assert budgets[0] >= 1_000  # small stores are scanned whole
     assert budgets[-2] == budgets[-1]  # flat past 100K cells
+
+
+def test_a_store_its_budget_mostly_covers_is_searched_exactly_without_the_scorer() -> None:
+    """Past the scorer's size but under ``PROBE_FLOOR / EXACT_SHARE`` cells, searches score
+    exactly (the scorer builds nothing, so writes leave nothing to re-code), and the probe
+    keeps its best ``rerank`` cells by cosine before the other stages: the exact top k."""
+    from magnetic_core._search.scorer import MIN_CELLS, Scorer
+    from magnetic_core._search.search import EXACT_SHARE, PROBE_FLOOR
+
+    n = 5000
+    assert MIN_CELLS < n < PROBE_FLOOR / EXACT_SHARE
+    vecs, _ = clustered_data(n + 20, 48, 80, spread=0.8, decay=1.5, seed=9)
+    base, queries = vecs[20:], vecs[:20]
+    index = HierIndex(48, 64)
+    index.assign([f"c{i}" for i in range(n)], base, 0.7)
+    scorer = Scorer(16, 32)
+    truth, scores = exact_knn(base, queries, 10)
+
+    def coded(q: np.ndarray) -> SearchPlan:
+        return dataclasses.replace(_plan(q), sketch_rank=16, rerank=64)
+
+    for q, want, want_scores in zip(queries, truth, scores, strict=True):
+        got = run_search(index, Catalog(), coded(q), scorer)
+        assert [c.id for c in got] == [f"c{i}" for i in want]
+        np.testing.assert_allclose([c.score for c in got], want_scores, atol=1e-6)
+    assert not scorer.current(index) and scorer._basis is None  # nothing built or coded
+    # Grown past the line, the store is scored by code again (the scorer is built).
+    more, _ = clustered_data(2000, 48, 80, spread=0.8, decay=1.5, seed=10)
+    index.assign([f"m{i}" for i in range(2000)], more, 0.7)
+    run_search(index, Catalog(), coded(queries[0]), scorer)
+    assert scorer.current(index) and scorer._basis is not None
+
+
+def test_an_exact_probe_keeps_the_lexical_and_boosted_cells_it_fuses() -> None:
+    """The exact probe of a large store keeps only its best cells by cosine, and still
+    ranks cells found by words and entities as a full pool would."""
+    from magnetic_core._store.record import CellRecord
+
+    n = 5000
+    vecs, _ = clustered_data(n + 1, 48, 80, spread=0.8, decay=1.5, seed=11)
+    base, q = vecs[1:], vecs[0]
+    index = HierIndex(48, 64)
+    ids = [f"c{i}" for i in range(n)]
+    index.assign(ids, base, 0.7)
+    catalog = Catalog()
+    far = ids[int(np.argsort(base @ q)[n // 2])]  # a middling cosine: never in the best few
+    for i, cid in enumerate(ids):
+        text = "zebra quagga stripes" if cid == far else f"note {i} about nothing"
+        catalog.put(cid, CellRecord(text, {}, ("Quagga",) if cid == far else (), 0.0, 0.0))
+    plan = SearchPlan(
+        vector=q,
+        k=10,
+        n_probe=8,
+        entities=("Quagga",),
+        entity_boost=0.5,
+        predicate=None,
+        min_cells=n,  # every group probed
+        lexical_terms=catalog.lexical.query_terms("zebra quagga"),
+        lexical_weight=0.5,
+    )
+    got = run_search(index, catalog, plan)
+    assert got[0].id == far and got[0].boost == 0.5 and got[0].lexical > 0
+    np.testing.assert_allclose(got[0].score, float(index.vector(far) @ q), atol=1e-6)
+    rest = [c.id for c in got[1:]]
+    assert rest == [ids[i] for i in np.argsort(-(base @ q), kind="stable")[:9]]

@@ -10,6 +10,7 @@ from magnetic_core import HashingEmbedder, MagneticMemory
 from magnetic_core._store import persistence
 from magnetic_core._store.columns import RecordColumns, Records, StoredFields
 from magnetic_core._store.record import CellRecord
+from magnetic_core._text.lexical import LexicalIndex
 
 
 def _columns(records: dict[str, CellRecord]) -> RecordColumns:
@@ -126,6 +127,12 @@ def test_a_memory_opened_from_columns_behaves_as_one_rebuilt(tmp_path, monkeypat
         assert mem.get(["x"])[0].text == "Bob broke deploy.sh again" and mem.count() == 14
 
 
+def _exported(lexical: LexicalIndex) -> tuple[dict, list[str], list[str], list[str]]:
+    arrays = lexical.export_arrays()
+    cids, terms, surface = (arrays.pop(k).tolist() for k in ("cids", "terms", "surface"))
+    return arrays, cids, terms, surface
+
+
 def test_labelling_a_group_reads_its_words_without_holding_its_records():
     from magnetic_core._store.catalog import Catalog
 
@@ -133,7 +140,11 @@ def test_labelling_a_group_reads_its_words_without_holding_its_records():
         f"b{i}": CellRecord(text, {}, ("Sourdough Club",), float(i), float(i))
         for i, text in enumerate(["sourdough bread rises", "bread dough, sourdough", "bread oven"])
     }
-    catalog = Catalog(_columns(originals))
+    # As in a snapshot: the BM25 index holds every cell's terms (and the words shown).
+    lexical = LexicalIndex()
+    for cid, record in originals.items():
+        lexical.add(cid, record.text)
+    catalog = Catalog(_columns(originals), LexicalIndex.from_arrays(*_exported(lexical)))
     label, entities = catalog.label("g1", 1, list(originals))
     assert "bread" in label and entities == ("Sourdough Club",)
     assert all(catalog.records.decoded(c) is None for c in originals)  # nothing kept

@@ -74,6 +74,34 @@ def test_a_snapshot_open_labels_groups_with_words_not_stems(tmp_path, monkeypatc
     assert after == before and any("moved" in label for label in after)
 
 
+def test_a_snapshot_open_searches_with_the_saved_labels_and_computes_none(store, monkeypatch):
+    """Labels are kept in the snapshot: the first searches of a fresh open show the labels
+    the store had at close and label nothing (a group changed since is labelled anew)."""
+    from magnetic_core._text.lexical import LexicalIndex
+
+    path, _ = store
+    with _open(path) as mem:
+        labels = {g.id: g.label for g in mem.groups()}
+    computed: list[int] = []
+    real = LexicalIndex.term_counts
+
+    def counting(self, cids):
+        computed.append(1)
+        return real(self, cids)
+
+    monkeypatch.setattr(LexicalIndex, "term_counts", counting)
+    _no_cell_reads(monkeypatch)
+    with _open(path) as mem:
+        hits = mem.search("cats in Paris", k=20) + mem.search("bonds and snow", k=20)
+        assert {h.group_label for h in hits} <= set(labels.values())
+        assert all(h.group_label == labels[h.group_id] for h in hits)
+        assert {g.id: g.label for g in mem.groups()} == labels
+        assert computed == []
+        mem.add(["zebra quantum xylophone"], ids=["new"])
+        (hit,) = [h for h in mem.search("zebra quantum xylophone", k=5) if h.id == "new"]
+        assert computed and hit.group_label  # a group changed since is labelled anew
+
+
 def test_a_write_by_another_memory_that_closed_first_is_not_lost(store):
     path, _ = store
     a = _open(path)
@@ -181,11 +209,15 @@ def test_arrays_saved_beside_the_index_come_back(store):
 
 
 def test_the_search_scorer_comes_back_with_the_snapshot(tmp_path, monkeypatch):
-    # Past the scorer's threshold a search builds it; the snapshot carries it to the next
-    # open, which then answers the same query the same way without rebuilding it.
-    from magnetic_core._search import scorer as scorer_module
+    # Past the size searched exactly (the budget covers less than EXACT_SHARE of the store)
+    # a search builds the scorer; the snapshot carries it to the next open, which then
+    # answers the same query the same way without rebuilding it.
+    import math
 
-    n = scorer_module.MIN_CELLS + 200
+    from magnetic_core._search import scorer as scorer_module
+    from magnetic_core._search.search import EXACT_SHARE, PROBE_FLOOR
+
+    n = max(scorer_module.MIN_CELLS, math.ceil(PROBE_FLOOR / EXACT_SHARE)) + 200
     texts = [f"record {i} on {WORDS[i % len(WORDS)]} number {i % 97}" for i in range(n)]
 
     def big():

@@ -103,3 +103,46 @@ def test_an_index_from_snapshot_arrays_removes_and_compacts_like_one_built_by_ad
     assert [opened._doc_terms[opened._docno[c]] for c in live] == [
         built._doc_terms[built._docno[c]] for c in live
     ]
+
+
+def _term_reference(texts: dict[str, str], cids: list[str]) -> dict[str, tuple[int, int]]:
+    """stem -> (cells among ``cids`` holding it, cells of the store holding it), plainly."""
+    from magnetic_core._text.tokenize import index_terms
+
+    held = {c: set(index_terms(t)) for c, t in texts.items()}
+    stems = set().union(*(held[c] for c in cids)) if cids else set()
+    return {s: (sum(s in held[c] for c in cids), sum(s in h for h in held.values())) for s in stems}
+
+
+def test_group_term_counts_match_a_plain_count_in_every_state_of_the_index():
+    from magnetic_core._text.tokenize import stem, terms
+
+    texts = {
+        f"c{i}": f"{['painted', 'painting', 'paint', 'studies', 'Berlin'][i % 5]} walls {i} "
+        f"{'researched' if i % 3 else 'research'} notes"
+        for i in range(40)
+    }
+    built = LexicalIndex()
+    for cid, text in texts.items():
+        built.add(cid, text)
+    arrays = built.export_arrays()
+    cids, vocab, surface = (arrays.pop(k).tolist() for k in ("cids", "terms", "surface"))
+    opened = LexicalIndex.from_arrays(arrays, cids, vocab, surface)
+    thawed = LexicalIndex.from_arrays(arrays, cids, vocab, surface)
+    thawed.add("c0", texts["c0"])  # a write turns the flat arrays into postings
+    words = {w for t in texts.values() for w in terms(t)}
+    for sample in (["c1", "c2", "c6", "c11", "missing"], list(texts)[:25], []):
+        want = _term_reference(texts, [c for c in sample if c in texts])
+        for lex in (built, opened, thawed):
+            shown, cells, df = lex.term_counts(sample)
+            got = {stem(w): (int(c), int(d)) for w, c, d in zip(shown, cells, df, strict=True)}
+            assert got == want
+            assert set(shown) <= words  # words of the texts, never a bare stem like "studi"
+    # The word that first brought a stem is shown ("painted", c0); a stem that is a word of
+    # the texts itself shows as it is ("research", also c0).
+    assert {"painted", "walls", "research"} <= set(built.term_counts(["c0"])[0])
+    assert "studies" in opened.term_counts(["c3"])[0]
+    # A term gone with its last cell takes its word with it.
+    for cid in [c for c, t in texts.items() if "studies" in t]:
+        built.remove(cid)
+    assert "studi" not in built._surface and "studies" not in built.term_counts(list(texts))[0]

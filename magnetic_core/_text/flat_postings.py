@@ -1,0 +1,76 @@
+"""BM25 postings as a snapshot stores them, read in place (no per-term arrays are made).
+
+:class:`FlatPostings` holds the flat arrays :meth:`LexicalIndex.export_arrays
+<magnetic_core._text.lexical.LexicalIndex.export_arrays>` writes; :class:`DocTerms` maps a
+document to its distinct terms over those arrays, plus documents set since, once the
+index has turned its postings back into per-term arrays for a write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DocTerms", "FlatPostings"]
+
+
+@dataclass(frozen=True)
+class FlatPostings:
+    """Postings as :meth:`LexicalIndex.export_arrays` gives them, read in place."""
+
+    terms: list[str]
+    vocab: dict[str, int]
+    surface: list[str]  # the word shown for each term (a group label shows words)
+    starts: np.ndarray  # (V + 1,) offsets into docs / tfs
+    docs: np.ndarray
+    tfs: np.ndarray
+    doc_terms: np.ndarray
+    doc_term_starts: np.ndarray
+
+    def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        at = self.vocab.get(term)
+        if at is None:
+            return None
+        lo, hi = int(self.starts[at]), int(self.starts[at + 1])
+        return self.docs[lo:hi], self.tfs[lo:hi]
+
+
+class DocTerms(MutableMapping[int, tuple[str, ...]]):
+    """Document -> its distinct terms: the flat arrays' documents, then those set since."""
+
+    def __init__(self, flat: FlatPostings) -> None:
+        self._flat = flat
+        self._set: dict[int, tuple[str, ...]] = {}
+        self._gone: set[int] = set()
+        self._n = flat.doc_term_starts.shape[0] - 1
+
+    def _flat_has(self, doc: int) -> bool:
+        return 0 <= doc < self._n and doc not in self._gone
+
+    def __getitem__(self, doc: int) -> tuple[str, ...]:
+        found = self._set.get(doc)
+        if found is not None:
+            return found
+        if not self._flat_has(doc):
+            raise KeyError(doc)
+        flat = self._flat
+        lo, hi = int(flat.doc_term_starts[doc]), int(flat.doc_term_starts[doc + 1])
+        return tuple(flat.terms[t] for t in flat.doc_terms[lo:hi].tolist())
+
+    def __setitem__(self, doc: int, terms: tuple[str, ...]) -> None:
+        self._set[doc] = terms
+
+    def __delitem__(self, doc: int) -> None:
+        if self._set.pop(doc, None) is None and not self._flat_has(doc):
+            raise KeyError(doc)
+        if 0 <= doc < self._n:
+            self._gone.add(doc)
+
+    def __iter__(self) -> Iterator[int]:
+        yield from (d for d in range(self._n) if d not in self._gone and d not in self._set)
+        yield from self._set
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
