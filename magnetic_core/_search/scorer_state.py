@@ -136,36 +136,9 @@ class ScorerState:
         rows: np.ndarray,
     ) -> None:
         """Add a group's block, lists and rows, then point its slot at them."""
-        self._probe_args = None  # the arenas may be reallocated below
-        block = group.vecs
-        if not block.flags.c_contiguous or block.dtype != np.float32:
-            block = np.ascontiguousarray(block[: group.n], np.float32)
-        h = len(self.block_ref)
-        self.block_ref.append(block)  # keeps the address below valid
-        self.block_group.append(group)
-        row0 = self.rows.append(
-            code=code, scale=scale, block=np.full(len(rows), h, np.int32), row=rows
+        self.append_groups(
+            np.array([slot]), [group], np.array([len(lens)]), means, lens, code, scale, rows
         )
-        norms = np.sqrt(np.einsum("ij,ij->i", means, means))
-        mean_code, mean_scale = quantize(means)
-        first = self.lists.append(
-            mean=means,
-            code=mean_code,
-            scale=mean_scale,
-            inv=1.0 / np.maximum(norms, 1e-12),
-            start=row0 + np.cumsum(lens) - lens,
-            len=lens,
-        )
-        self.blocks.append(
-            address=np.array([block.ctypes.data]),
-            count=np.array([group.n]),
-            first=np.array([first]),
-            end=np.array([first + len(lens)]),
-        )
-        # Readers may be scoring meanwhile: the slot turns clean only once all is written.
-        self.slot_block[slot] = h
-        self.slot_key[slot] = (group, group.version)
-        self.stale[slot] = False
 
     def append_groups(
         self,
@@ -196,7 +169,10 @@ class ScorerState:
         self.block_ref.extend(blocks)
         self.block_group.extend(groups)
         handles = h0 + np.arange(len(groups))
-        cells = np.add.reduceat(lens, np.cumsum(list_counts) - list_counts) if lens.size else lens
+        if lens.size:
+            cells = np.add.reduceat(lens, np.cumsum(list_counts) - list_counts)
+        else:  # groups without sub-lists own no rows
+            cells = np.zeros(len(groups), np.int64)
         row0 = self.rows.append(
             code=code, scale=scale, block=np.repeat(handles, cells).astype(np.int32), row=rows
         )
@@ -217,6 +193,7 @@ class ScorerState:
             first=list_first,
             end=list_first + list_counts,
         )
+        # Readers may be scoring meanwhile: a slot turns clean only once all is written.
         self.slot_block[slots] = handles
         for slot, group in zip(slots.tolist(), groups, strict=True):
             self.slot_key[slot] = (group, group.version)
