@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from magnetic_core._search.topk import best_per_row
+
 __all__ = ["clustered_data", "exact_knn", "ndcg_at_k", "recall_at_k", "recall_at_k_tie_aware"]
 
 
@@ -60,11 +62,7 @@ def exact_knn(
     score_out = np.empty((queries.shape[0], k), np.float32)
     for start in range(0, queries.shape[0], block):
         sims = queries[start : start + block] @ base.T
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        part = np.take_along_axis(sims, top, axis=1)
-        order = np.argsort(-part, axis=1, kind="stable")
-        idx_out[start : start + block] = np.take_along_axis(top, order, axis=1)
-        score_out[start : start + block] = np.take_along_axis(part, order, axis=1)
+        idx_out[start : start + block], score_out[start : start + block] = best_per_row(sims, k)
     return idx_out, score_out
 
 

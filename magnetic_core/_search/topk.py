@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["maximal_marginal_relevance", "rank_ceiling", "ranking_distance", "top_indices"]
+__all__ = [
+    "best_per_row",
+    "maximal_marginal_relevance",
+    "rank_ceiling",
+    "ranking_distance",
+    "top_indices",
+]
 
 
 def maximal_marginal_relevance(
@@ -44,6 +50,19 @@ def maximal_marginal_relevance(
         available[best] = False
         redundancy = np.maximum(redundancy, vectors @ vectors[best])
     return picked
+
+
+def best_per_row(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``k`` largest scores and their columns, best first.
+
+    Example:
+        >>> best_per_row(np.array([[0.1, 0.9, 0.5], [0.7, 0.2, 0.3]]), 2)[0].tolist()
+        [[1, 2], [0, 2]]
+    """
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    vals = np.take_along_axis(scores, part, axis=1)
+    order = np.argsort(-vals, axis=1, kind="stable")
+    return np.take_along_axis(part, order, axis=1), np.take_along_axis(vals, order, axis=1)
 
 
 def top_indices(values: np.ndarray, keep: int) -> np.ndarray:

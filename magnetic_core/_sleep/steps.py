@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from magnetic_core._index.clustering import two_means
+from magnetic_core._search.topk import best_per_row
 
 if TYPE_CHECKING:
     from magnetic_core._sleep.plan import SleepConfig
@@ -89,11 +90,7 @@ def neighbours(centroids: np.ndarray, live: np.ndarray, m: int, block: int):
         s[:, dead] = -np.inf
         rows = np.arange(s.shape[0])
         s[rows, rows + start] = -np.inf
-        part = np.argpartition(-s, m - 1, axis=1)[:, :m]
-        vals = np.take_along_axis(s, part, axis=1)
-        order = np.argsort(-vals, axis=1, kind="stable")
-        idx[start : start + block] = np.take_along_axis(part, order, axis=1)
-        sim[start : start + block] = np.take_along_axis(vals, order, axis=1)
+        idx[start : start + block], sim[start : start + block] = best_per_row(s, m)
     return idx, sim
 
 
