@@ -202,7 +202,39 @@ class StoreLifecycle:
         with self._lock.write():
             self._check_open()
             self._sync()
-            yield
+            generation = self._store.generation
+            self._store.recording = recording = ([], [])
+            try:
+                yield
+            finally:
+                self._store.recording = None
+            self._confirm(generation, recording)
+
+    def _confirm(self, generation: int, recording: tuple[list[str], list[str]]) -> None:
+        """After a write: if a compaction in another process may have copied the collection
+        before the write landed in it, write it again to the collection now in place.
+
+        The write read no compaction mark before it began, but one may have gone in since
+        (the writer was slow, e.g. compiling kernels on its first write); a mark there now,
+        or a collection swapped meanwhile, means the write may be in the dropped copy only.
+        """
+        written, deleted = recording
+        if not written and not deleted:
+            return
+        self._clock.read()
+        if self._clock.compacting is None and self._store.generation == generation:
+            return
+        self._await_compaction()
+        self._store.reconnect()
+        live = [c for c in dict.fromkeys(written) if c in self._catalog.records]
+        if live:
+            vectors, texts, rows = self._writeback.rows_of(live)
+            counter = (self._clock.row_id, self._clock.value)
+            self._store.write_cells(live, vectors, texts, rows, counter=counter)
+        gone = [c for c in dict.fromkeys(deleted) if c not in self._catalog.records]
+        if gone:
+            self._store.delete_cells(gone)
+        logger.info("wrote %d cells again after a compaction elsewhere", len(live) + len(gone))
 
     @contextmanager
     def _guarded(self) -> Iterator[None]:

@@ -90,6 +90,10 @@ class ChromaStore(GroupRows):
         # Called before every change to the cells (magnetic_core._store.index_file drops
         # its snapshot there, so a snapshot never outlives a write it does not hold).
         self.before_write: Callable[[], None] | None = None
+        # Bumped whenever the collections are taken up again (another client swapped in a
+        # compacted copy); and, while a write runs, the ids it wrote and deleted.
+        self.generation = 0
+        self.recording: tuple[list[str], list[str]] | None = None
 
     def open(self) -> ChromaStore:
         """Create the namespace's collections if missing and connect to them; returns self."""
@@ -145,6 +149,7 @@ class ChromaStore(GroupRows):
                 time.sleep(0.05)
         self.cells, self.groups = cells, groups
         self.log = self.groups
+        self.generation += 1
 
     def _rebind(self, fn: Any) -> Any:
         owner, name = getattr(fn, "__self__", None), getattr(fn, "__name__", "")
@@ -265,6 +270,8 @@ class ChromaStore(GroupRows):
                 would cost a small write more than they save).
         """
         self._touch()
+        if self.recording is not None:
+            self.recording[0].extend(ids)
         metas = [dict(m) for m in metadatas]
         if txn is not None:
             for m in metas:
@@ -332,6 +339,8 @@ class ChromaStore(GroupRows):
         Much cheaper than :meth:`write_cells`: Chroma does not touch its vector index.
         """
         self._touch()
+        if self.recording is not None:
+            self.recording[0].extend(ids)
         for start in range(0, len(ids), self.batch):
             end = start + self.batch
             self._call(
@@ -344,6 +353,8 @@ class ChromaStore(GroupRows):
     def delete_cells(self, ids: Sequence[str]) -> None:
         """Delete cell rows by id (missing ids are ignored), batch by batch."""
         self._touch()
+        if self.recording is not None:
+            self.recording[1].extend(ids)
         for start in range(0, len(ids), self.batch):
             self._call("delete cells", self.cells.delete, ids=list(ids[start : start + self.batch]))
 

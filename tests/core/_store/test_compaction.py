@@ -307,3 +307,52 @@ def test_a_compaction_killed_midway_reopens_whole(tmp_path, monkeypatch, where):
         again.add(["after the crash"], ids=["after"])
         assert again.compact().done
         assert again.count() == len(expected) + 1
+
+
+def test_a_write_landing_after_the_last_check_is_written_again(tmp_path, monkeypatch):
+    # b read the counters before the mark went in, and its write lands in the old collection
+    # after the compaction's last check: the copy misses it, so b must write it again
+    client = chromadb.PersistentClient(str(tmp_path / "store"))
+    a = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
+    b = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
+    try:
+        a.add(_texts(0, 30), ids=[f"c{i}" for i in range(30)])
+        a.delete([f"c{i}" for i in range(10)])
+        b.refresh()
+        synced, landed = threading.Event(), threading.Event()
+        real_sync, real_write = b._sync, b._store.write_cells
+
+        def sync_then_pause() -> bool:
+            changed = real_sync()
+            synced.set()
+            return changed
+
+        def write_when_released(*args, **kwargs):
+            release.wait(10)
+            real_write(*args, **kwargs)
+            landed.set()
+
+        release = threading.Event()
+        monkeypatch.setattr(b, "_sync", sync_then_pause)
+        monkeypatch.setattr(b._store, "write_cells", write_when_released)
+        writer = threading.Thread(target=lambda: b.add(["a late write"], ids=["late"]))
+        writer.start()
+        assert synced.wait(10)  # b is past its check, before its write
+        swap_in = compaction.swap_in
+
+        def land_then_swap(*args, **kwargs):
+            release.set()
+            assert landed.wait(10)  # b's write is in the old collection only
+            return swap_in(*args, **kwargs)
+
+        monkeypatch.setattr(compaction, "swap_in", land_then_swap)
+        assert a.compact().done
+        writer.join(10)
+        assert not writer.is_alive()
+    finally:
+        a.close()
+        b.close()
+    reopened = chromadb.PersistentClient(str(tmp_path / "store"))
+    with MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=reopened) as again:
+        assert "late" in {c.id for c in again.get()}
+        assert again.count() == 21
