@@ -22,7 +22,8 @@ import numpy as np
 from magnetic_core._search.scorer import Scorer
 from magnetic_core._sleep.sleeper import finish_recovery, recover
 from magnetic_core._sleep.supersession import superseded_by
-from magnetic_core._store.compaction import DELETED_KEY, release_freed_memory, remove_orphans
+from magnetic_core._store.allocator import release_freed_memory
+from magnetic_core._store.compaction import DELETED_KEY, remove_orphans
 from magnetic_core._store.concurrency import RWLock
 from magnetic_core._store.journal import Journal, WriterClock
 from magnetic_core._store.persistence import ChromaStore, open_client
@@ -203,7 +204,8 @@ class StoreLifecycle:
             self._check_open()
             self._sync()
             generation = self._store.generation
-            self._store.recording = recording = ([], [])
+            recording: tuple[list[str], list[str]] = ([], [])
+            self._store.recording = recording
             try:
                 yield
             finally:
