@@ -22,6 +22,8 @@ Writes ``soak.json`` and ``soak.md`` (``soak_chroma.*`` for the baseline) to ``-
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
 import os
 import random
@@ -156,6 +158,50 @@ def _index_files_mb(path: str) -> float:
     return round(total / 2**20, 1)
 
 
+class _MallInfo2(ctypes.Structure):
+    # glibc's struct mallinfo2 (glibc 2.33 and newer): ten size_t fields
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _native_heap() -> dict[str, float]:
+    """Anonymous resident memory, and what glibc's heap holds in use and free, in MiB.
+
+    Chroma's native code allocates through glibc's malloc, so these tell a native leak (in use
+    grows) from memory glibc keeps after it was freed (free grows). Empty where unavailable.
+    """
+    out: dict[str, float] = {}
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    out["rss_anon_mb"] = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return out
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        info = libc.mallinfo2()
+    except (OSError, AttributeError):
+        return out
+    out["heap_in_use_mb"] = round((info.uordblks + info.hblkhd) / 2**20, 1)
+    out["heap_free_mb"] = round(info.fordblks / 2**20, 1)
+    return out
+
+
 def _worker(args: argparse.Namespace) -> None:
     """Run the stream; one JSON line per checkpoint on stdout."""
     from magnetic_core._store import persistence
@@ -229,6 +275,7 @@ def _worker(args: argparse.Namespace) -> None:
                 "cells": store.count(),
                 "groups": store.groups(),
                 "rss_mb": round(rss_mb(), 1),
+                **_native_heap(),
                 "index_files_mb": _index_files_mb(args.path),
                 "search": percentiles_ms(latencies or [0.0]),
                 "deleted": deleted,
@@ -364,6 +411,9 @@ def main(argv: list[str] | None = None) -> int:
                     p["deleted"],
                     p.get("compactions", ""),
                     p["rss_mb"],
+                    p.get("rss_anon_mb", ""),
+                    p.get("heap_in_use_mb", ""),
+                    p.get("heap_free_mb", ""),
                 ),
                 *(p.get("index_files_mb", ""), p["search"]["p50_ms"], p["seconds"]),
             ]
@@ -376,6 +426,9 @@ def main(argv: list[str] | None = None) -> int:
             "deleted so far",
             "compactions",
             "RSS MiB",
+            "anonymous MiB",
+            "malloc in use MiB",
+            "malloc free MiB",
             "Chroma index files MiB",
         ]
         table = markdown_table([*head, "search p50 ms", "s"], rows)

@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any
 
+from magnetic_core._store.allocator import limit_arenas
 from magnetic_core.errors import InvalidInputError, PersistenceError
 
 __all__ = ["check_namespace", "open_client", "read_settings", "read_stamp"]
@@ -21,8 +22,11 @@ def open_client(path: str | os.PathLike[str]) -> Any:
     """A Chroma PersistentClient at ``path`` (created if missing).
 
     The path is made absolute first: chromadb caches its clients by the path string, so
-    ``./store`` opened from two working directories would otherwise reach one store.
+    ``./store`` opened from two working directories would otherwise reach one store. The
+    process's malloc arenas are capped first (:mod:`~magnetic_core._store.allocator`), before
+    Chroma starts the threads that would each take one.
     """
+    limit_arenas()  # before chromadb is imported: importing it starts threads
     import chromadb
 
     path = os.path.abspath(os.path.expanduser(os.fspath(path)))

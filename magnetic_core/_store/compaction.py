@@ -32,8 +32,6 @@ of segments Chroma no longer knows, once the client that had them open is closed
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import shutil
 import sqlite3
@@ -61,7 +59,6 @@ __all__ = [
     "COMPACT_FROM",
     "DELETED_KEY",
     "compact_cells",
-    "release_freed_memory",
     "remove_orphans",
 ]
 
@@ -170,19 +167,6 @@ def remove_orphans(client: Any) -> float:
         shutil.rmtree(entry, ignore_errors=True)
         freed += size
     return freed / 1e6
-
-
-def release_freed_memory() -> None:
-    """Hand the heap memory freed by a closed Chroma client back to the system (glibc only).
-
-    Chroma's native code frees a dropped index when its client closes, but glibc keeps the
-    freed pages for reuse, so the process's resident memory would not show it.
-    """
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, Windows, musl): nothing to do
-        pass
 
 
 def _writing(store: ChromaStore) -> bool:
