@@ -182,7 +182,10 @@ class Sleeper:
         try:
             with mem._lock.write():
                 _swap(mem._index, blocks, moves)
-            mem._writeback.cells(counter=mem._clock.tick())
+            # confirmed as a write is: a compaction elsewhere may copy the cells before these
+            # rows land, and they would then be in the dropped copy only
+            with mem._confirmed():
+                mem._writeback.cells(counter=mem._clock.tick())
             mem._writeback.groups()
             journal.clear()
         except (PersistenceError, MagneticError):

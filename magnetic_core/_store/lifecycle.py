@@ -203,14 +203,21 @@ class StoreLifecycle:
         with self._lock.write():
             self._check_open()
             self._sync()
-            generation = self._store.generation
-            recording: tuple[list[str], list[str]] = ([], [])
-            self._store.recording = recording
-            try:
+            with self._confirmed():
                 yield
-            finally:
-                self._store.recording = None
-            self._confirm(generation, recording)
+
+    @contextmanager
+    def _confirmed(self) -> Iterator[None]:
+        """Record the cells written and deleted inside, then :meth:`_confirm` them (the
+        caller holds the write or the intent lock)."""
+        generation = self._store.generation
+        recording: tuple[list[str], list[str]] = ([], [])
+        self._store.recording = recording
+        try:
+            yield
+        finally:
+            self._store.recording = None
+        self._confirm(generation, recording)
 
     def _confirm(self, generation: int, recording: tuple[list[str], list[str]]) -> None:
         """After a write: if a compaction in another process may have copied the collection
