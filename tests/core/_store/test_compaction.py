@@ -308,9 +308,7 @@ def test_a_compaction_killed_midway_reopens_whole(tmp_path, monkeypatch, where):
         assert again.count() == len(expected) + 1
 
 
-def test_a_write_landing_after_the_last_check_is_written_again(
-    two_memories, tmp_path, monkeypatch
-):
+def test_a_write_landing_after_the_last_check_is_written_again(two_memories, tmp_path, monkeypatch):
     # b read the counters before the mark went in, and its write lands in the old collection
     # after the compaction's last check: the copy misses it, so b must write it again
     _, a, b = two_memories
