@@ -113,33 +113,36 @@ class ConsolidationResult:
 def ask_each(calls: Sequence[Call], ask: Ask) -> list[Answer]:
     """Each call's answer or error; after an unreachable model the rest are None."""
     answers: list[Answer] = []
-    for i, call in enumerate(calls):
+    for call in calls:
         try:
             answers.append(ask(call))
-        except LLMUnavailableError as e:
-            answers.append(e)
-            answers.extend([None] * (len(calls) - i - 1))
-            break
         except LLMError as e:
-            logger.warning("contradiction check of %s failed: %s", call.group_id, e)
-            answers.append(e)
+            if _failed(calls, answers, e):
+                break
     return answers
 
 
 async def aask_each(calls: Sequence[Call], ask: AAsk) -> list[Answer]:
     """Async :func:`ask_each`."""
     answers: list[Answer] = []
-    for i, call in enumerate(calls):
+    for call in calls:
         try:
             answers.append(await ask(call))
-        except LLMUnavailableError as e:
-            answers.append(e)
-            answers.extend([None] * (len(calls) - i - 1))
-            break
         except LLMError as e:
-            logger.warning("contradiction check of %s failed: %s", call.group_id, e)
-            answers.append(e)
+            if _failed(calls, answers, e):
+                break
     return answers
+
+
+def _failed(calls: Sequence[Call], answers: list[Answer], error: LLMError) -> bool:
+    """Record the next call's failure; True (stop, the rest answer None) if unreachable."""
+    call = calls[len(answers)]
+    answers.append(error)
+    if isinstance(error, LLMUnavailableError):
+        answers.extend([None] * (len(calls) - len(answers)))
+        return True
+    logger.warning("contradiction check of %s failed: %s", call.group_id, error)
+    return False
 
 
 def raise_failures(calls: Sequence[Call], answers: list[Answer]) -> Review:

@@ -269,23 +269,18 @@ class ChromaStore(GroupRows):
                 does a write under ``_ADD_FROM`` rows or over one batch (two more calls
                 would cost a small write more than they save).
         """
+        # Long for its docstring (when it adds, when it upserts); the code is two steps.
         self._touch()
         if self.recording is not None:
             self.recording[0].extend(ids)
-        metas = [dict(m) for m in metadatas]
-        if txn is not None:
-            for m in metas:
-                m[TXN_KEY] = txn
+        metas = [dict(m) if txn is None else {**m, TXN_KEY: txn} for m in metadatas]
         ids, texts = list(ids), list(texts)
         vectors = np.asarray(vectors, np.float32)
         if fresh and _ADD_FROM <= len(ids) <= self.batch and not self._any_stored(ids):
             # One call: the cells land whole or not at all, as with one upsert.
             self._call("write cells", self.cells.add, ids=ids, embeddings=vectors,
                        documents=texts, metadatas=metas)  # fmt: skip
-            ids, texts, metas = [], [], []
-            vectors = vectors[:0]
-            if counter is None:
-                return
+            ids, texts, metas, vectors = [], [], [], vectors[:0]  # only the counter is left
         if counter is not None:
             ids.append(counter[0])
             vectors = np.vstack([vectors, filler(vectors.shape[1])])

@@ -12,13 +12,16 @@ import argparse
 import dataclasses
 import json
 import logging
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from magnetic_core import InvalidInputError, MagneticMemory
 from magnetic_core._sleep.llm_json import LLMError, LLMUnavailableError
 from magnetic_core.types import SleepReport
 from magnetic_langchain.cli.options import UsageError, add_command, open_memory
 from magnetic_langchain.cli.render import plural
+
+if TYPE_CHECKING:
+    from magnetic_core._sleep.consolidate import ConsolidationResult
 
 __all__ = ["register"]
 
@@ -115,14 +118,19 @@ def run_sleep(mem: MagneticMemory, args: argparse.Namespace, out: TextIO) -> int
         raise InvalidInputError(
             "--check records contradictions after the pass", hint="drop --dry-run"
         )
+    if args.check:
+        return _sleep_and_check(mem, args, out)
     settings = {} if args.merge_threshold is None else {"merge_threshold": args.merge_threshold}
-    if not args.check:
-        report = mem.sleep(dry_run=args.dry_run, **settings)
-        if args.json:
-            out.write(json.dumps(_report_json(report), indent=2, default=str) + "\n")
-        else:
-            _print_report(report, out)
-        return 0
+    report = mem.sleep(dry_run=args.dry_run, **settings)
+    if args.json:
+        out.write(json.dumps(_report_json(report), indent=2, default=str) + "\n")
+    else:
+        _print_report(report, out)
+    return 0
+
+
+def _sleep_and_check(mem: MagneticMemory, args: argparse.Namespace, out: TextIO) -> int:
+    """The pass, then the Ollama model's contradiction check (``--check``)."""
     from langchain_ollama import ChatOllama
 
     from magnetic_langchain.consolidation import create_consolidation_chain
@@ -147,15 +155,20 @@ def run_sleep(mem: MagneticMemory, args: argparse.Namespace, out: TextIO) -> int
             _print_report(result.report, out)
         _print_check(mem, result, args.llm_model, out)
     if not result.ok:
-        unreachable = any("could not be reached" in f for f in result.failures)
-        kind = LLMUnavailableError if unreachable else LLMError
-        failed = f"{len(result.failures)} of {plural(result.calls, 'model call')} failed"
-        raise kind(
-            f"the contradiction check with {args.llm_model!r} did not finish: {failed}"
-            + (" (the model could not be reached)" if unreachable else f": {result.failures[0]}"),
-            hint=_FIX.format(model=args.llm_model) if unreachable else "check the model runs",
-        )
+        raise _check_failed(result, args.llm_model)
     return 0
+
+
+def _check_failed(result: ConsolidationResult, model: str) -> LLMError:
+    """The one error that ends a check whose model calls failed, naming the fix."""
+    unreachable = any("could not be reached" in f for f in result.failures)
+    kind = LLMUnavailableError if unreachable else LLMError
+    failed = f"{len(result.failures)} of {plural(result.calls, 'model call')} failed"
+    return kind(
+        f"the contradiction check with {model!r} did not finish: {failed}"
+        + (" (the model could not be reached)" if unreachable else f": {result.failures[0]}"),
+        hint=_FIX.format(model=model) if unreachable else "check the model runs",
+    )
 
 
 def _print_report(report: SleepReport, out: TextIO) -> None:

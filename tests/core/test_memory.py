@@ -24,6 +24,7 @@ from magnetic_core import (
 )
 from magnetic_core.errors import ClosedError, InvalidInputError
 from magnetic_core.eval import clustered_data
+from tests import invariants
 
 TEXTS = [
     "the cat sat on the mat",
@@ -169,10 +170,10 @@ def test_upsert_updates_text_metadata_and_group(tmp_path):
 )
 def test_bad_input_is_refused_and_nothing_changes(mem, kwargs, error, fragment):
     mem.add(["keep me"], ids=["keep"], metadatas=[{"v": 1}])
-    before = mem.get()
+    before = invariants.State.of(mem)
     with pytest.raises(error, match=fragment):
         mem.add(**kwargs)
-    assert mem.get() == before
+    invariants.same_state(before, invariants.State.of(mem))
 
 
 @pytest.mark.parametrize("mode", ["raise", "nan", "zero"])
@@ -302,10 +303,10 @@ def test_calibration_regroups_at_checkpoints_and_persists(tmp_path):
         mem.add([f"x{i}" for i in range(20, 300)], vectors=vecs[20:])
         stats = mem.stats()
         assert stats.threshold_source == "calibrated"
-        groups = {g.id: frozenset(g.cell_ids) for g in mem.groups()}
+        live = invariants.State.of(mem)
     with MagneticMemory(path=str(tmp_path), embedder=emb) as mem:
         assert mem.join_threshold == pytest.approx(stats.join_threshold)
-        assert {g.id: frozenset(g.cell_ids) for g in mem.groups()} == groups
+        invariants.same_state(live, invariants.State.of(mem))
 
 
 def test_batch_add_equals_one_by_one_through_calibration(tmp_path):
@@ -385,9 +386,10 @@ def test_cells_read_back_identical_after_reopening(tmp_path, hashing):
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         mem.add(TEXTS, metadatas=[{"i": i, "t": (i, "x")} for i in range(5)])
         mem.mark_contradiction(mem.get()[0].id, mem.get()[1].id, "test link")
-        before = mem.get()
+        before = invariants.State.of(mem)
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
-        assert mem.get() == before  # text, metadata, group, entities, timestamps, links
+        # text, metadata, group, entities, timestamps, links; groups, vectors, threshold
+        invariants.same_state(before, invariants.State.of(mem))
 
 
 @pytest.mark.parametrize("bad", [0, -3, 1.5, True])

@@ -11,6 +11,7 @@ import pytest
 
 from magnetic_core import HashingEmbedder, MagneticMemory
 from magnetic_core.eval import clustered_data
+from tests import invariants
 
 WRITER = textwrap.dedent(
     """
@@ -53,6 +54,7 @@ def test_reopen_in_a_fresh_process_restores_everything(tmp_path):
         assert mem.get(["c5"])[0].metadata == {"i": 5, "tags": ["a", 5], "pair": (5, "x")}
         assert mem.get(["c0"]) == []
         assert sorted(sorted(g.cell_ids) for g in mem.groups()) == before["groups"]
+        invariants.hierarchy(mem, cap=mem.config.max_group_size)
         assert [h.id for h in mem.search("cell 7", vector=vecs[7], k=10)] == before["hits"]
         assert mem.join_threshold == pytest.approx(before["threshold"])
         mem.add(["more"], ids=["m"], metadatas=[{"nested": {"deep": [1, 2]}}])

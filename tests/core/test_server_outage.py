@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from magnetic_core import HashingEmbedder, MagneticMemory, PersistenceError
+from tests import invariants
 
 EMB = HashingEmbedder(32)
 
@@ -59,7 +60,7 @@ def test_the_memory_recovers_after_its_server_dies_and_returns(own_chroma_server
     with MagneticMemory(namespace="outage", embedder=EMB, client=server.client()) as again:
         assert again.get(["c3"])[0].text == "memory number 3, edited"
         assert again.count() == 59
-        assert sorted(c for g in again.groups() for c in g.cell_ids) == sorted(stored)
+        assert set(invariants.hierarchy(again)) == stored
 
 
 def test_a_write_during_the_outage_is_not_acknowledged_after_it(own_chroma_server):

@@ -1,9 +1,14 @@
 """A hypothesis state machine: MagneticMemory against a plain brute-force reference model.
 
-Named invariants, checked after every step:
+Named invariants (the checks themselves are in ``tests/invariants.py``), checked after every
+step:
 - ``count``: the store holds as many cells as the model.
-- ``ids``: the same ids.
-- ``metadata_round_trip``: every cell's text and metadata equal what was last added.
+- ``ids``: the same ids, each once.
+- ``metadata_round_trip``: every cell's text, metadata and vector equal what was last added.
+- ``hierarchy``: every cell in exactly one group, group sizes their member counts within the
+  cap, centroids the normalised means of their members, every vector of unit length.
+- ``reopened_equals_live`` (in the reopen rule): cells, groups, vectors and the join threshold
+  are the same after a close and an open.
 - ``exact_when_all_groups_probed`` (in the search rule): with every group probed and no
   boost, results equal exact brute-force search, filters included.
 - ``recall_at_default_settings``: recall@10 >= 0.95 against brute force with the default
@@ -21,6 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from magnetic_core import HashingEmbedder, MagneticMemory, MemoryConfig
+from tests import invariants
 
 DIM = 8
 CENTRES = np.random.default_rng(0).standard_normal((5, DIM))
@@ -114,23 +120,23 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule()
     def reopen(self) -> None:
+        live = invariants.State.of(self.mem)
         self.mem.close()
         self.mem = MagneticMemory(path=self.path, embedder=self.embedder, config=self.config)
+        invariants.same_state(live, invariants.State.of(self.mem))
 
     @invariant()
     def count(self) -> None:
-        assert self.mem.count() == len(self.model)
+        invariants.count(self.mem, len(self.model))
 
     @invariant()
     def ids(self) -> None:
-        assert {c.id for c in self.mem.get()} == set(self.model)
+        invariants.ids(self.mem, self.model)
 
     @invariant()
     def metadata_round_trip(self) -> None:
-        for cell in self.mem.get():
-            text, meta, _ = self.model[cell.id]
-            assert cell.text == text
-            assert cell.metadata == meta
+        invariants.records(self.mem, {c: (t, m) for c, (t, m, _) in self.model.items()})
+        invariants.vectors(self.mem, {c: v for c, (_, _, v) in self.model.items()})
 
     @invariant()
     def recall_at_default_settings(self) -> None:
@@ -149,10 +155,9 @@ class MemoryMachine(RuleBasedStateMachine):
         assert total / len(CENTRES) >= 0.95
 
     @invariant()
-    def groups_cover_cells_within_the_cap(self) -> None:
-        groups = self.mem.groups()
-        assert sum(g.size for g in groups) == len(self.model)
-        assert all(0 < g.size <= self.config.max_group_size for g in groups)
+    def hierarchy(self) -> None:
+        assigned = invariants.hierarchy(self.mem, cap=self.config.max_group_size)
+        assert set(assigned) == set(self.model)
 
     def teardown(self) -> None:
         self.mem.close()

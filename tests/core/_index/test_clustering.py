@@ -7,20 +7,31 @@ import numpy as np
 from magnetic_core._index.clustering import calibrate_threshold, plan_merge_pairs, two_means
 from magnetic_core._index.index import HierIndex
 from magnetic_core.eval import clustered_data
+from tests import invariants
 
 
 def _partition(index: HierIndex) -> set[frozenset[str]]:
     return {frozenset(g.ids) for g in index.slot_groups}
 
 
+def _batch_and_one_by_one(
+    ids: list[str], vecs: np.ndarray, cap: int, threshold: float, chunk: int
+) -> tuple[HierIndex, HierIndex]:
+    """The same rows assigned in chunks and one at a time (both indexes checked whole)."""
+    batch = HierIndex(vecs.shape[1], max_group_size=cap)
+    batch.assign(ids, vecs, threshold=threshold, chunk=chunk)
+    single = HierIndex(vecs.shape[1], max_group_size=cap)
+    for cid, vec in zip(ids, vecs):
+        single.assign([cid], vec[None, :], threshold=threshold)
+    invariants.centroids_are_member_means(batch, atol=1e-4)
+    invariants.centroids_are_member_means(single, atol=1e-4)
+    return batch, single
+
+
 def test_batch_assignment_equals_one_by_one():
     vecs, _ = clustered_data(600, 16, 12, seed=3)
     ids = [f"c{i}" for i in range(len(vecs))]
-    batch = HierIndex(16, max_group_size=40)
-    batch.assign(ids, vecs, threshold=0.6, chunk=128)
-    single = HierIndex(16, max_group_size=40)
-    for cid, vec in zip(ids, vecs):
-        single.assign([cid], vec[None, :], threshold=0.6)
+    batch, single = _batch_and_one_by_one(ids, vecs, cap=40, threshold=0.6, chunk=128)
     assert _partition(batch) == _partition(single)
     assert np.allclose(
         np.sort(batch.centroids, axis=0), np.sort(single.centroids, axis=0), atol=1e-5
@@ -31,11 +42,7 @@ def test_upserts_inside_a_batch_match_one_by_one():
     rng = np.random.default_rng(5)
     vecs, _ = clustered_data(300, 8, 6, seed=5)
     ids = [f"c{int(i)}" for i in rng.integers(0, 120, size=300)]  # many repeats
-    batch = HierIndex(8, max_group_size=25)
-    batch.assign(ids, vecs, threshold=0.7, chunk=64)
-    single = HierIndex(8, max_group_size=25)
-    for cid, vec in zip(ids, vecs):
-        single.assign([cid], vec[None, :], threshold=0.7)
+    batch, single = _batch_and_one_by_one(ids, vecs, cap=25, threshold=0.7, chunk=64)
     assert _partition(batch) == _partition(single)
     assert len(batch) == len(set(ids))
     # The last write of each id wins.
@@ -59,9 +66,7 @@ def test_centroid_is_the_normalised_mean_of_members_after_moves_and_removals():
     for i in range(0, 400, 3):
         index.remove(str(i))
     index.assign([str(i) for i in range(1, 400, 3)], vecs[::-1][: len(range(1, 400, 3))], 0.5)
-    for group in index.slot_groups:
-        mean = group.view.astype(np.float64).mean(axis=0)
-        assert np.allclose(index.centroids[group.slot], mean / np.linalg.norm(mean), atol=1e-4)
+    invariants.centroids_are_member_means(index, atol=1e-4)
 
 
 def test_duplicates_still_split():

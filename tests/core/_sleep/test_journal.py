@@ -8,7 +8,8 @@ from pathlib import Path
 import chromadb
 
 from magnetic_core._sleep.journal import SleepJournal
-from tests.core._sleep.test_sleeper import assignment, clustered, open_memory
+from tests.core._sleep.test_sleeper import clustered, open_memory
+from tests.invariants import assignment
 
 
 def _two_groups(path: Path) -> tuple[str, str]:

@@ -13,6 +13,7 @@ from magnetic_core import MagneticMemory, MemoryConfig, SleepConfig
 from magnetic_core.embeddings import VectorsOnly
 from magnetic_core.errors import ClosedError, InvalidInputError
 from magnetic_core.types import SleepReport
+from tests.invariants import assignment
 
 D = 16
 
@@ -29,10 +30,6 @@ def mem(tmp_path):
     memory.add([f"cell {i}" for i in range(72)], ids=[f"c{i}" for i in range(72)], vectors=vecs)
     yield memory
     memory.close()
-
-
-def _assignment(mem: MagneticMemory) -> dict[str, str]:
-    return {c.id: c.group_id for c in mem.get()}
 
 
 def _centroid(mem: MagneticMemory, gid: str) -> np.ndarray:
@@ -60,10 +57,10 @@ def test_no_pair_is_planned_over_a_threshold_no_centroids_reach(mem):
 
 def test_applied_merges_move_every_cell_and_survive_a_reopen(mem, tmp_path):
     plan = mem.plan_merges(-1.0)
-    before = _assignment(mem)
+    before = assignment(mem)
     kept = mem.apply_merges(plan)
     assert kept == [keep for keep, _, _ in plan.pairs]
-    after = _assignment(mem)
+    after = assignment(mem)
     for keep, gone, _ in plan.pairs:
         moved = [c for c, g in before.items() if g == gone]
         assert moved and all(after[c] == keep for c in moved)
@@ -71,7 +68,7 @@ def test_applied_merges_move_every_cell_and_survive_a_reopen(mem, tmp_path):
     assert mem.apply_merges(plan) == []  # the absorbed groups are gone: nothing to do
     mem.close()
     with MagneticMemory(path=str(tmp_path), embedder=VectorsOnly(D)) as again:
-        assert _assignment(again) == after
+        assert assignment(again) == after
 
 
 @pytest.mark.parametrize("bad", [1.5, -1.01, math.nan, math.inf, "0.9", True])
@@ -92,9 +89,9 @@ def test_sleep_settings_are_sleep_config_fields(mem):
 
 
 def test_a_dry_run_changes_nothing_and_cannot_run_in_the_background(mem):
-    before = _assignment(mem)
+    before = assignment(mem)
     report = mem.sleep(dry_run=True, merge_threshold=-1.0)
-    assert report.dry_run and report.merges and _assignment(mem) == before
+    assert report.dry_run and report.merges and assignment(mem) == before
     with pytest.raises(InvalidInputError, match="background"):
         mem.sleep(dry_run=True, background=True)
 

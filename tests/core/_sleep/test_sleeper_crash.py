@@ -14,7 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.core._sleep.test_sleeper import assignment, clustered, open_memory
+from tests import invariants
+from tests.core._sleep.test_sleeper import clustered, open_memory
+from tests.invariants import assignment, partition
 
 CHILD = textwrap.dedent(
     """
@@ -67,13 +69,6 @@ def base(tmp_path_factory) -> tuple[Path, dict[str, str], dict[str, str]]:
     return root, before, after
 
 
-def _partition(assigned: dict[str, str]) -> set[frozenset[str]]:
-    groups: dict[str, set[str]] = {}
-    for cid, gid in assigned.items():
-        groups.setdefault(gid, set()).add(cid)
-    return {frozenset(members) for members in groups.values()}
-
-
 @pytest.mark.parametrize("trial", range(4))
 def test_sigkill_during_a_pass_leaves_before_or_after(base, trial: int, tmp_path: Path):
     root, before, after = base
@@ -102,9 +97,8 @@ def test_sigkill_during_a_pass_leaves_before_or_after(base, trial: int, tmp_path
         got = assignment(mem)
         # the groups a pass creates are named by the writer that creates them (issue 10),
         # so the partition of the cells is compared, not the names of new groups
-        assert _partition(got) in (_partition(before), _partition(after))
+        assert partition(got) in (partition(before), partition(after))
         assert mem.count() == len(before)
-        groups = mem.groups()
-        assert sum(g.size for g in groups) == len(before)
+        assert len(invariants.hierarchy(mem, cap=mem.config.max_group_size)) == len(before)
     with open_memory(store) as mem:  # and it stays so
         assert assignment(mem) == got

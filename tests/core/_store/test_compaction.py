@@ -27,6 +27,20 @@ def no_settling(monkeypatch):
     monkeypatch.setattr(compaction, "SETTLE", 0.0)
 
 
+@pytest.fixture
+def two_memories(tmp_path):
+    """Two memories on one namespace of one client; a has written 30 cells and deleted 10."""
+    client = chromadb.PersistentClient(str(tmp_path / "store"))
+    a = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
+    b = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
+    a.add(_texts(0, 30), ids=[f"c{i}" for i in range(30)])
+    a.delete([f"c{i}" for i in range(10)])
+    b.refresh()
+    yield client, a, b
+    a.close()
+    b.close()
+
+
 def _texts(start: int, stop: int) -> list[str]:
     topics = ["tea kettle leaves brew", "rocket orbit launch moon", "court judge appeal law"]
     return [f"{topics[i % 3]} note {i}" for i in range(start, stop)]
@@ -106,60 +120,45 @@ def test_the_deleted_count_outlives_the_process_and_is_reset_by_compaction(tmp_p
         assert mem.count() == 35
 
 
-def test_a_memory_holding_the_old_collection_goes_on_working(tmp_path):
-    # two memories on one store; the other one still holds the collection compaction drops
-    client = chromadb.PersistentClient(str(tmp_path / "store"))
-    a = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
-    b = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
-    try:
-        a.add(_texts(0, 40), ids=[f"c{i}" for i in range(40)])
-        a.delete([f"c{i}" for i in range(20)])
-        assert a.compact().done
-        b.refresh()
-        assert b.count() == 20
-        b.add(["rocket launch written by b"], ids=["from-b"])
-        assert b.delete(["c30"]) == 1
-        a.refresh()
-        assert sorted(c.id for c in a.get()) == sorted(
-            [f"c{i}" for i in range(20, 40) if i != 30] + ["from-b"]
-        )
-    finally:
-        a.close()
-        b.close()
+def test_a_memory_holding_the_old_collection_goes_on_working(two_memories):
+    # b still holds the collection a's compaction drops
+    _, a, b = two_memories
+    assert a.compact().done
+    b.refresh()
+    assert b.count() == 20
+    b.add(["rocket launch written by b"], ids=["from-b"])
+    assert b.delete(["c20"]) == 1
+    a.refresh()
+    assert sorted(c.id for c in a.get()) == sorted(
+        [f"c{i}" for i in range(10, 30) if i != 20] + ["from-b"]
+    )
 
 
-def test_a_write_that_gets_through_during_the_copy_makes_compaction_give_up(tmp_path, monkeypatch):
-    client = chromadb.PersistentClient(str(tmp_path / "store"))
-    a = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
-    b = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
-    try:
-        a.add(_texts(0, 30), ids=[f"c{i}" for i in range(30)])
-        a.delete([f"c{i}" for i in range(10)])
-        b.refresh()
-        copy_rows = compaction.copy_rows
+def test_a_write_that_gets_through_during_the_copy_makes_compaction_give_up(
+    two_memories, monkeypatch
+):
+    client, a, b = two_memories
+    copy_rows = compaction.copy_rows
 
-        def copy_while_b_writes(*args, **kwargs):
-            got = copy_rows(*args, **kwargs)
-            # b had read the counters before the mark went in: its write lands in the copy's
-            # source after the rows were read (the race the counters check catches)
-            with b._lock.write(), b._guarded():
-                vectors = b.embedder.embed_documents(["late write"])
-                b._write(["late"], vectors, ["late write"], [{}], [()])
-            return got
+    def copy_while_b_writes(*args, **kwargs):
+        got = copy_rows(*args, **kwargs)
+        # b had read the counters before the mark went in: its write lands in the copy's
+        # source after the rows were read (the race the counters check catches)
+        with b._lock.write(), b._guarded():
+            vectors = b.embedder.embed_documents(["late write"])
+            b._write(["late"], vectors, ["late write"], [{}], [()])
+        return got
 
-        monkeypatch.setattr(compaction, "copy_rows", copy_while_b_writes)
-        report = a.compact()
-        assert not report.done
-        assert "another writer" in report.skipped
-        names = [c.name for c in client.list_collections()]
-        assert not any(n.endswith(SUFFIX) for n in names)  # the copy was dropped
-        a.refresh()
-        assert "late" in {c.id for c in a.get()}  # nothing lost
-        assert a.count() == 21
-        assert COMPACT_MARK not in {c.id for c in a.get()}
-    finally:
-        a.close()
-        b.close()
+    monkeypatch.setattr(compaction, "copy_rows", copy_while_b_writes)
+    report = a.compact()
+    assert not report.done
+    assert "another writer" in report.skipped
+    names = [c.name for c in client.list_collections()]
+    assert not any(n.endswith(SUFFIX) for n in names)  # the copy was dropped
+    a.refresh()
+    assert "late" in {c.id for c in a.get()}  # nothing lost
+    assert a.count() == 21
+    assert COMPACT_MARK not in {c.id for c in a.get()}
 
 
 def test_compaction_waits_for_no_write_journaled_over_several_batches(tmp_path):
@@ -309,49 +308,42 @@ def test_a_compaction_killed_midway_reopens_whole(tmp_path, monkeypatch, where):
         assert again.count() == len(expected) + 1
 
 
-def test_a_write_landing_after_the_last_check_is_written_again(tmp_path, monkeypatch):
+def test_a_write_landing_after_the_last_check_is_written_again(two_memories, tmp_path, monkeypatch):
     # b read the counters before the mark went in, and its write lands in the old collection
     # after the compaction's last check: the copy misses it, so b must write it again
-    client = chromadb.PersistentClient(str(tmp_path / "store"))
-    a = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
-    b = MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=client)
-    try:
-        a.add(_texts(0, 30), ids=[f"c{i}" for i in range(30)])
-        a.delete([f"c{i}" for i in range(10)])
-        b.refresh()
-        synced, landed = threading.Event(), threading.Event()
-        real_sync, real_write = b._sync, b._store.write_cells
+    _, a, b = two_memories
+    synced, landed = threading.Event(), threading.Event()
+    real_sync, real_write = b._sync, b._store.write_cells
 
-        def sync_then_pause() -> bool:
-            changed = real_sync()
-            synced.set()
-            return changed
+    def sync_then_pause() -> bool:
+        changed = real_sync()
+        synced.set()
+        return changed
 
-        def write_when_released(*args, **kwargs):
-            release.wait(10)
-            real_write(*args, **kwargs)
-            landed.set()
+    def write_when_released(*args, **kwargs):
+        release.wait(10)
+        real_write(*args, **kwargs)
+        landed.set()
 
-        release = threading.Event()
-        monkeypatch.setattr(b, "_sync", sync_then_pause)
-        monkeypatch.setattr(b._store, "write_cells", write_when_released)
-        writer = threading.Thread(target=lambda: b.add(["a late write"], ids=["late"]))
-        writer.start()
-        assert synced.wait(10)  # b is past its check, before its write
-        swap_in = compaction.swap_in
+    release = threading.Event()
+    monkeypatch.setattr(b, "_sync", sync_then_pause)
+    monkeypatch.setattr(b._store, "write_cells", write_when_released)
+    writer = threading.Thread(target=lambda: b.add(["a late write"], ids=["late"]))
+    writer.start()
+    assert synced.wait(10)  # b is past its check, before its write
+    swap_in = compaction.swap_in
 
-        def land_then_swap(*args, **kwargs):
-            release.set()
-            assert landed.wait(10)  # b's write is in the old collection only
-            return swap_in(*args, **kwargs)
+    def land_then_swap(*args, **kwargs):
+        release.set()
+        assert landed.wait(10)  # b's write is in the old collection only
+        return swap_in(*args, **kwargs)
 
-        monkeypatch.setattr(compaction, "swap_in", land_then_swap)
-        assert a.compact().done
-        writer.join(10)
-        assert not writer.is_alive()
-    finally:
-        a.close()
-        b.close()
+    monkeypatch.setattr(compaction, "swap_in", land_then_swap)
+    assert a.compact().done
+    writer.join(10)
+    assert not writer.is_alive()
+    a.close()
+    b.close()
     reopened = chromadb.PersistentClient(str(tmp_path / "store"))
     with MagneticMemory(namespace="ns", embedder=HashingEmbedder(64), client=reopened) as again:
         assert "late" in {c.id for c in again.get()}

@@ -12,6 +12,7 @@ import pytest
 
 from magnetic_core import HashingEmbedder, MagneticMemory, PersistenceError
 from magnetic_core.eval import clustered_data
+from tests import invariants
 
 
 class Boom(RuntimeError):
@@ -21,7 +22,7 @@ class Boom(RuntimeError):
 def test_failed_write_leaves_memory_as_stored(tmp_path, hashing, monkeypatch):
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         mem.add(["first memory", "second memory"], ids=["a", "b"], metadatas=[{"v": 1}, {}])
-        before = (mem.get(), sorted(g.id for g in mem.groups()))
+        before = invariants.State.of(mem)
 
         def fail(*args, **kwargs):
             raise Boom("disk full")
@@ -30,7 +31,7 @@ def test_failed_write_leaves_memory_as_stored(tmp_path, hashing, monkeypatch):
         with pytest.raises(PersistenceError, match="disk full") as info:
             mem.add(["third memory", "first memory, edited"], ids=["c", "a"])
         assert isinstance(info.value.__cause__, Boom)
-        assert (mem.get(), sorted(g.id for g in mem.groups())) == before
+        invariants.same_state(before, invariants.State.of(mem))
         monkeypatch.undo()
         mem.add(["third memory"], ids=["c"])
         assert mem.count() == 3
@@ -67,6 +68,7 @@ def test_stale_group_cache_is_repaired_on_open(tmp_path, hashing):
     client.close()
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         assert {g.id: g.size for g in mem.groups()} == truth
+        invariants.hierarchy(mem)
         centroids = {g.gid: mem._index.centroids[g.slot] for g in mem._index.groups.values()}
     client = chromadb.PersistentClient(path=str(tmp_path))
     stored = client.get_collection("mag-default-groups").get(include=["metadatas", "embeddings"])

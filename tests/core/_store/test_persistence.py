@@ -11,6 +11,7 @@ import pytest
 
 from magnetic_core import MagneticMemory
 from magnetic_core._store.persistence import ROW_KEY, SCHEMA_VERSION
+from tests import invariants
 
 
 def _fill(mem: MagneticMemory) -> None:
@@ -27,12 +28,12 @@ def _fill(mem: MagneticMemory) -> None:
 def test_every_field_survives_a_reopen(tmp_path, hashing):
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         _fill(mem)
-        before = mem.get()
-    a = next(c for c in before if c.id == "a")
+        before = invariants.State.of(mem)
+    a = before.cells["a"]
     assert a.updated_at > a.created_at and a.entities and a.contradictions
-    assert next(c for c in before if c.id == "b").metadata == {}
+    assert before.cells["b"].metadata == {}
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
-        assert mem.get() == before
+        invariants.same_state(before, invariants.State.of(mem))
 
 
 def _as_schema_2(raw: str) -> str:
@@ -69,9 +70,9 @@ def test_a_schema_2_store_is_read_and_restamped(tmp_path, hashing):
         assert mem.get() == before
         assert mem._store.settings()["mag_schema"] == SCHEMA_VERSION
         mem.add(["a new cell"], ids=["d"])
-        after = mem.get()
+        after = invariants.State.of(mem)
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
-        assert mem.get() == after
+        invariants.same_state(after, invariants.State.of(mem))
 
 
 def test_a_transient_chroma_read_failure_is_retried_and_a_write_is_not(tmp_path):

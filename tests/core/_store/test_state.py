@@ -14,6 +14,7 @@ from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._store.state import load_state, save_snapshot
 from magnetic_core.config import MemoryConfig
 from magnetic_core.errors import PersistenceError
+from tests import invariants
 
 EMB = HashingEmbedder(32)
 TOPICS = ("red apples and pears", "jazz trumpet solos", "rust borrow checker")
@@ -47,6 +48,15 @@ def _groups_of(state) -> dict[str, list[str]]:
     return {gid: sorted(g.ids) for gid, g in state.index.groups.items()}
 
 
+def _loaded_without_snapshot(path):
+    """The store's state read from its rows (its snapshot removed), and a clock that saw it."""
+    shutil.rmtree(path / DIRECTORY)
+    clock = WriterClock(_open(path))
+    state = load_state(clock.store, EMB.dim, MemoryConfig(), clock=clock)
+    clock.seen = state.seen
+    return state, clock
+
+
 def _dump(store: ChromaStore) -> tuple:
     cells = store.cells.get(include=["metadatas", "documents"])
     groups = store.groups.get(include=["metadatas"])
@@ -65,6 +75,7 @@ def test_the_loaded_state_is_the_state_that_was_stored(stored, snapshot: bool):
     assert _groups_of(state) == groups
     assert {c: (r.text, r.metadata) for c, r in state.catalog.records.items()} == cells
     assert len(state.index) == len(state.catalog) == 30
+    invariants.centroids_are_member_means(state.index)  # from the snapshot's sums or summed
 
 
 def test_loading_writes_nothing_to_chroma(stored):
@@ -97,11 +108,7 @@ def test_a_failing_read_raises_persistence_error(stored):
 
 def test_the_snapshot_is_saved_when_missing_and_gives_back_the_extra(stored):
     path, groups, _ = stored
-    shutil.rmtree(path / DIRECTORY)
-    store = _open(path)
-    clock = WriterClock(store)
-    state = load_state(store, EMB.dim, MemoryConfig(), clock=clock)
-    clock.seen = state.seen
+    state, clock = _loaded_without_snapshot(path)
     asked: list[int] = []
 
     def extra():
@@ -121,11 +128,7 @@ def test_the_snapshot_is_saved_when_missing_and_gives_back_the_extra(stored):
 
 def test_no_snapshot_is_saved_after_another_writer_changed_the_store(stored):
     path, _, _ = stored
-    shutil.rmtree(path / DIRECTORY)
-    store = _open(path)
-    clock = WriterClock(store)
-    state = load_state(store, EMB.dim, MemoryConfig(), clock=clock)
-    clock.seen = state.seen
+    state, clock = _loaded_without_snapshot(path)
     with MagneticMemory(path=str(path), embedder=EMB) as other:
         other.add(["written by someone else"], ids=["x"])
     shutil.rmtree(path / DIRECTORY)  # the other writer saved its own at close
