@@ -76,6 +76,15 @@ class ChromaCalls:
         except Exception as e:
             raise self._failed(what, e) from e
 
+    def _batched(self, what: str, fn: Any, **columns: Any) -> None:
+        """Call ``fn`` once per Chroma batch, with every column (a list or an array; None
+        passes through as None) cut to the same rows; the first column gives the length."""
+        rows = len(next(iter(columns.values())))
+        for start in range(0, rows, self.batch):
+            end = start + self.batch
+            part = {k: None if v is None else v[start:end] for k, v in columns.items()}
+            self._call(what, fn, **part)
+
     def _rebind(self, fn: Any) -> Any:
         """The same call on the collection now under the name ``fn``'s collection had.
 

@@ -31,21 +31,16 @@ class GroupRows(ChromaCalls):
     def write_groups(
         self, gids: Sequence[str], centroids: np.ndarray, sizes: Sequence[int]
     ) -> None:
-        for start in range(0, len(gids), self.batch):
-            end = start + self.batch
-            self._call(
-                "write groups",
-                self.groups.upsert,
-                ids=list(gids[start:end]),
-                embeddings=centroids[start:end],
-                metadatas=[{"size": int(s)} for s in sizes[start:end]],
-            )
+        self._batched(
+            "write groups",
+            self.groups.upsert,
+            ids=list(gids),
+            embeddings=centroids,
+            metadatas=[{"size": int(s)} for s in sizes],
+        )
 
     def delete_groups(self, gids: Sequence[str]) -> None:
-        for start in range(0, len(gids), self.batch):
-            self._call(
-                "delete groups", self.groups.delete, ids=list(gids[start : start + self.batch])
-            )
+        self._batched("delete groups", self.groups.delete, ids=list(gids))
 
     def group_cache(self) -> dict[str, tuple[int, np.ndarray]]:
         """Cached ``(size, centroid)`` of each group by id, as stored."""
@@ -69,16 +64,14 @@ class GroupRows(ChromaCalls):
         """Upsert journal rows (rows without a vector get a filler one)."""
         if vectors is None:
             vectors = np.repeat(filler(dim), len(ids), axis=0)
-        for start in range(0, len(ids), self.batch):
-            end = start + self.batch
-            self._call(
-                "write the journal",
-                self.log.upsert,
-                ids=list(ids[start:end]),
-                embeddings=vectors[start:end],
-                metadatas=[dict(m) for m in metadatas[start:end]],
-                documents=None if documents is None else list(documents[start:end]),
-            )
+        self._batched(
+            "write the journal",
+            self.log.upsert,
+            ids=list(ids),
+            embeddings=vectors,
+            metadatas=[dict(m) for m in metadatas],
+            documents=None if documents is None else list(documents),
+        )
 
     def log_read(self, where: Mapping[str, Any], *, full: bool = False) -> dict[str, Any]:
         """Journal rows matching ``where`` (with vectors and documents when ``full``)."""

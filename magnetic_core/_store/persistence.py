@@ -286,16 +286,10 @@ class ChromaStore(GroupRows):
             vectors = np.vstack([vectors, filler(vectors.shape[1])])
             texts.append("")
             metas.append({WRITER_KEY: counter[1]})
-        for start in range(0, len(ids), self.batch):
-            end = start + self.batch
-            self._call(
-                "write cells",
-                self.cells.upsert,
-                ids=ids[start:end],
-                embeddings=vectors[start:end],
-                documents=texts[start:end],
-                metadatas=metas[start:end],
-            )
+        self._batched(
+            "write cells", self.cells.upsert,
+            ids=ids, embeddings=vectors, documents=texts, metadatas=metas,
+        )  # fmt: skip
 
     def _any_stored(self, ids: Sequence[str]) -> bool:
         """Whether any of the ids has a row (a cheap read: ids only)."""
@@ -336,22 +330,19 @@ class ChromaStore(GroupRows):
         self._touch()
         if self.recording is not None:
             self.recording[0].extend(ids)
-        for start in range(0, len(ids), self.batch):
-            end = start + self.batch
-            self._call(
-                "relocate cells",
-                self.cells.update,
-                ids=list(ids[start:end]),
-                metadatas=[dict(m) for m in metadatas[start:end]],
-            )
+        self._batched(
+            "relocate cells",
+            self.cells.update,
+            ids=list(ids),
+            metadatas=[dict(m) for m in metadatas],
+        )
 
     def delete_cells(self, ids: Sequence[str]) -> None:
         """Delete cell rows by id (missing ids are ignored), batch by batch."""
         self._touch()
         if self.recording is not None:
             self.recording[1].extend(ids)
-        for start in range(0, len(ids), self.batch):
-            self._call("delete cells", self.cells.delete, ids=list(ids[start : start + self.batch]))
+        self._batched("delete cells", self.cells.delete, ids=list(ids))
 
     def clear(self) -> None:
         """Delete every row of the namespace's collections, keeping the stamp."""

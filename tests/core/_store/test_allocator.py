@@ -65,7 +65,7 @@ def _arenas(extra_env: dict[str, str]) -> tuple[int, int]:
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-2000:]
     before, after = done.stdout.split()[-2:]
