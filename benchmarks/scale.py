@@ -211,8 +211,13 @@ def _opens(root: Path, q: np.ndarray, without_snapshot: bool, more: np.ndarray) 
         shutil.move(str(mpath / "magnetic-index"), aside)
         try:
             out["magnetic_open_without_snapshot"] = cold_open("magnetic", mpath, q)
-        finally:  # the rebuilt state wrote a fresh snapshot at close; the old one goes
-            shutil.rmtree(aside, ignore_errors=True)
+        finally:
+            # that process never closed its memory, so it wrote no snapshot: put the one
+            # set aside back, or a later --reuse run would open without one
+            if (mpath / "magnetic-index").exists():
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                shutil.move(str(aside), mpath / "magnetic-index")
     return out
 
 
