@@ -52,6 +52,7 @@ class LexicalIndex:
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
         self._thawing = threading.Lock()
+        self._local = threading.local()  # each searching thread's BM25 scratch row
         self.clear()
 
     def clear(self) -> None:
@@ -239,7 +240,17 @@ class LexicalIndex:
             self.k1,
             self.b,
             len(self._cids),
+            self._scratch(len(self._cids)),
         )
+
+    def _scratch(self, n: int) -> np.ndarray:
+        """This thread's zeroed float64 row of at least ``n`` entries (kept between queries:
+        the kernel leaves it zeroed)."""
+        acc = getattr(self._local, "acc", None)
+        if acc is None or acc.shape[0] < n:
+            acc = np.zeros(max(n, 1024, 0 if acc is None else 2 * acc.shape[0]), np.float64)
+            self._local.acc = acc
+        return acc
 
     def top(self, query: Iterable[str], n: int) -> tuple[list[str], np.ndarray]:
         """The ``n`` best cells by BM25: ``(ids, scores)``, best first."""
