@@ -43,6 +43,7 @@ from magnetic_core._search.sublists import (
 
 if TYPE_CHECKING:
     from magnetic_core._index.index import Group, HierIndex
+    from magnetic_core._text.lexical import LexicalIndex
 
 __all__ = ["FULL_SCAN_SHARE", "MIN_CELLS", "Scorer"]
 
@@ -303,6 +304,38 @@ class Scorer:
         rank above them unread (recall@10 0.99 -> 0.97 at 30K cells, 0.96 -> 0.89 at 100K,
         until the groups were coded again). The extra exact work lasts until they are.
         """
+        best, scores, extra_ids, extra = self._probe_rows(index, slots, q, budget, keep, k)
+        ids = self._state.cell_ids(best)
+        if extra_ids:
+            # The stale groups' best join the coded ones': the best k of both, best first.
+            order, merged = _merged(scores, extra, k)
+            both = ids + extra_ids
+            return [both[i] for i in order.tolist()], merged
+        return ids, scores
+
+    def probe_docs(
+        self,
+        index: HierIndex,
+        slots: np.ndarray,
+        q: np.ndarray,
+        budget: int,
+        k: int,
+        lexical: LexicalIndex,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`probe` (``keep`` = ``k``) naming the cells by BM25 document number: the
+        numbers of coded cells are kept in the scorer's rows, so the text stages join them
+        by array operations instead of a dict look-up per cell id."""
+        best, scores, extra_ids, extra = self._probe_rows(index, slots, q, budget, k, k)
+        docs = self._state.cell_docs(best, lexical)
+        if extra_ids:
+            order, merged = _merged(scores, extra, k)
+            return np.concatenate([docs, lexical.numbers(extra_ids)])[order], merged
+        return docs, scores
+
+    def _probe_rows(
+        self, index: HierIndex, slots: np.ndarray, q: np.ndarray, budget: int, keep: int, k: int
+    ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+        """The coded pass of :meth:`probe` by row, and the stale groups' best by id."""
         assert self._basis is not None
         st = self._state
         stale = st.stale[slots]
@@ -311,22 +344,9 @@ class Scorer:
         if stale.any():
             extra_ids, extra = _exact_groups(index, slots[stale], q, k)
             slots = slots[~stale]
-        kern = _kernels()
         args = st.probe_args()
-        best, scores = kern.probe_top(slots, *args, q, self._basis, budget, keep, k)
-        groups = st.block_group
-        rows_block, rows_row = st.rows.cols["block"], st.rows.cols["row"]
-        ids = [
-            groups[h].ids[r]
-            for h, r in zip(rows_block[best].tolist(), rows_row[best].tolist(), strict=True)
-        ]
-        if extra_ids:
-            # The stale groups' best join the coded ones': the best k of both, best first.
-            merged = np.concatenate([scores, extra])
-            order = kern.top_k(merged, k)
-            both = ids + extra_ids
-            return [both[i] for i in order.tolist()], merged[order]
-        return ids, scores
+        best, scores = _kernels().probe_top(slots, *args, q, self._basis, budget, keep, k)
+        return best, scores, extra_ids, extra
 
     def exact(
         self, index: HierIndex, slots: Sequence[int] | np.ndarray | range, q: np.ndarray
@@ -382,6 +402,13 @@ def _restore(st: ScorerState, arrays: Mapping[str, np.ndarray], index: HierIndex
         np.asarray(arrays["scale"][cells], np.float32),
         np.asarray(rows, np.int32),
     )
+
+
+def _merged(scores: np.ndarray, extra: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` of two score arrays joined: ``(positions in the join, scores)``."""
+    both = np.concatenate([scores, extra])
+    order = _kernels().top_k(both, k)
+    return order, both[order]
 
 
 def _exact_groups(

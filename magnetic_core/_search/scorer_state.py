@@ -15,6 +15,7 @@ from magnetic_core._search.sublists import quantize
 
 if TYPE_CHECKING:
     from magnetic_core._index.index import Group
+    from magnetic_core._text.lexical import LexicalIndex
 
 __all__ = ["ScorerState"]
 
@@ -80,7 +81,10 @@ class ScorerState:
             scale=((), np.float32),
             block=((), np.int32),
             row=((), np.int32),
+            doc=((), np.int64),  # the cell's BM25 document number, -1 until a search asks
         )
+        # The BM25 numbering ``rows.doc`` holds numbers of (``LexicalIndex.numbering``).
+        self.doc_key: int | None = None
         self.slot_key: list[tuple[Group, int] | None] = []
         self.slot_block = np.empty(0, np.int64)
         self.stale = np.empty(0, bool)
@@ -111,6 +115,31 @@ class ScorerState:
             )
             self._probe_args = args
         return args
+
+    def cell_ids(self, rows: np.ndarray) -> list[str]:
+        """The ids of the cells of the given rows."""
+        groups = self.block_group
+        blocks, at = self.rows.cols["block"][rows].tolist(), self.rows.cols["row"][rows].tolist()
+        return [groups[h].ids[r] for h, r in zip(blocks, at, strict=True)]
+
+    def cell_docs(self, rows: np.ndarray, lexical: LexicalIndex) -> np.ndarray:
+        """The BM25 document numbers of the cells of the given rows.
+
+        Each row's number is looked up by id the first time a search asks for it and kept
+        (searches write the same numbers, so concurrent ones may race harmlessly); all are
+        forgotten when the lexical index renumbers its documents.
+        """
+        col = self.rows.cols["doc"]
+        if self.doc_key != lexical.numbering:
+            col[: self.rows.n] = -1
+            self.doc_key = lexical.numbering
+        docs = col[rows]
+        missing = np.flatnonzero(docs < 0)
+        if missing.size:
+            found = lexical.numbers(self.cell_ids(rows[missing]))
+            docs[missing] = found
+            col[rows[missing]] = found
+        return docs
 
     def resize(self, n_slots: int) -> None:
         """Follow the index's slot count (new slots start stale)."""
@@ -174,7 +203,11 @@ class ScorerState:
         else:  # groups without sub-lists own no rows
             cells = np.zeros(len(groups), np.int64)
         row0 = self.rows.append(
-            code=code, scale=scale, block=np.repeat(handles, cells).astype(np.int32), row=rows
+            code=code,
+            scale=scale,
+            block=np.repeat(handles, cells).astype(np.int32),
+            row=rows,
+            doc=np.full(rows.shape[0], -1, np.int64),
         )
         norms = np.sqrt(np.einsum("ij,ij->i", means, means))
         mean_code, mean_scale = quantize(means)

@@ -32,6 +32,9 @@ from magnetic_core._text.tokenize import index_terms, stem, terms
 
 __all__ = ["LexicalIndex", "index_terms", "stem"]
 
+# Keys of document numberings, unique across indexes: see ``LexicalIndex.numbering``.
+_NUMBERINGS = itertools.count()
+
 
 class LexicalIndex:
     """An incremental BM25 index keyed by cell id.
@@ -57,6 +60,11 @@ class LexicalIndex:
 
     def clear(self) -> None:
         """Forget every cell."""
+        # Document numbers name cells in the search's arrays (the scorer keeps each coded
+        # cell's): this key changes whenever a cell may lose its number (a removal, so a
+        # re-add, a compaction, a clear), so numbers kept under an older key are looked up
+        # again.
+        self.numbering = next(_NUMBERINGS)
         self._flat: FlatPostings | None = None
         self._docno: dict[str, int] = {}
         self._cids: list[str | None] = []
@@ -108,6 +116,7 @@ class LexicalIndex:
         self._thaw()
         doc = self._docno.pop(cid)
         self._cids[doc] = None
+        self.numbering = next(_NUMBERINGS)  # the cell may come back under a new number
         self._total_length -= self._length[doc]
         for term in self._doc_terms.pop(doc):
             docs, tfs = self._postings[term]
@@ -122,6 +131,7 @@ class LexicalIndex:
 
     def _compact(self) -> None:
         """Renumber live documents so removed ones stop costing memory and time."""
+        self.numbering = next(_NUMBERINGS)
         old = {cid: doc for cid, doc in self._docno.items()}
         renumber = {doc: new for new, doc in enumerate(sorted(old.values()))}
         self._cids = [None] * len(renumber)
@@ -258,19 +268,38 @@ class LexicalIndex:
 
     def top_of(self, docs: np.ndarray, vals: np.ndarray, n: int) -> tuple[list[str], np.ndarray]:
         """The ``n`` best of a :meth:`scores` result: ``(ids, scores)``, best first."""
+        docs, vals = self.top_docs(docs, vals, n)
+        return self.cids_of(docs), vals
+
+    @staticmethod
+    def top_docs(docs: np.ndarray, vals: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`top_of` by document number: ``(docs, scores)``, best first."""
         if docs.shape[0] > n:
             keep = top_indices(vals, n)
             docs, vals = docs[keep], vals[keep]
         order = np.argsort(-vals, kind="stable")
-        return [self._cids[int(d)] for d in docs[order]], vals[order]  # type: ignore[misc]
+        return docs[order], vals[order]
+
+    def numbers(self, cids: Iterable[str]) -> np.ndarray:
+        """The document number of each cell (-1 for a cell not indexed), int64."""
+        cids = cids if isinstance(cids, list) else list(cids)
+        # map() over the dict's own get: no Python frame per cell.
+        return np.fromiter(
+            map(self._docno.get, cids, itertools.repeat(-1)), np.int64, count=len(cids)
+        )
+
+    def cids_of(self, docs: np.ndarray) -> list[str]:
+        """The cell ids of live document numbers (from :meth:`numbers` or :meth:`scores`)."""
+        cids = self._cids
+        return [cids[d] for d in docs.tolist()]  # type: ignore[misc]  # live: never None
 
     def lookup(self, cids: Iterable[str], docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """BM25 of the given cells from a :meth:`scores` result (0 where absent)."""
-        cids = cids if isinstance(cids, list) else list(cids)
-        # map() over the dict's own get: no Python frame per cell.
-        numbers = np.fromiter(
-            map(self._docno.get, cids, itertools.repeat(-1)), np.int64, count=len(cids)
-        )
+        return self.scores_at(self.numbers(cids), docs, vals)
+
+    @staticmethod
+    def scores_at(numbers: np.ndarray, docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
+        """BM25 of the given document numbers from a :meth:`scores` result (0 where absent)."""
         out = np.zeros(numbers.shape[0], np.float32)
         if docs.shape[0] == 0 or numbers.shape[0] == 0:
             return out

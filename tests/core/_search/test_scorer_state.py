@@ -118,3 +118,28 @@ def test_a_synced_scorer_points_every_clean_slot_at_its_groups_current_version()
     index.assign([f"c{i}" for i in range(4100, 4200)], x[4100:], 0.7)  # groups change
     scorer.sync(index)
     check()
+
+
+def test_cell_docs_are_looked_up_once_and_again_after_the_lexical_index_renumbers():
+    from magnetic_core._text.lexical import LexicalIndex
+    from magnetic_core.eval import clustered_data
+
+    vecs, _ = clustered_data(5000, 32, 20, spread=0.8, decay=1.5, seed=4)
+    ids = [f"c{i}" for i in range(len(vecs))]
+    index = HierIndex(32, 256)
+    index.assign(ids, vecs, 0.6)
+    scorer = Scorer(8, 32)
+    scorer.sync(index)
+    assert scorer._state.rows.n == len(ids)  # every cell coded
+    lex = LexicalIndex()
+    for cid in reversed(ids):  # numbers unlike the index's order
+        lex.add(cid, cid)
+    st = scorer._state
+    rows = np.arange(st.rows.n)
+    want = lex.numbers(st.cell_ids(rows))
+    np.testing.assert_array_equal(st.cell_docs(rows, lex), want)
+    assert (st.rows.cols["doc"][: st.rows.n] == want).all()  # kept for the next search
+    lex.add(ids[0], "new text")  # a re-add renumbers that cell
+    again = st.cell_docs(rows, lex)
+    np.testing.assert_array_equal(again, lex.numbers(st.cell_ids(rows)))
+    assert not np.array_equal(again, want)
