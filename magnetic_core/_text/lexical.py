@@ -293,6 +293,10 @@ class LexicalIndex:
         cids = self._cids
         return [cids[d] for d in docs.tolist()]  # type: ignore[misc]  # live: never None
 
+    def cid_of(self, doc: int) -> str:
+        """The cell id of a live document number."""
+        return self._cids[doc]  # type: ignore[return-value]  # live: never None
+
     def lookup(self, cids: Iterable[str], docs: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """BM25 of the given cells from a :meth:`scores` result (0 where absent)."""
         return self.scores_at(self.numbers(cids), docs, vals)

@@ -62,7 +62,7 @@ def test_a_pool_named_by_document_numbers_gives_the_ids_and_extends_like_one_nam
     assert by_doc.has_docs_only() and by_doc.id_at(1) == "c5" and by_doc.has_docs_only()
     for pool in (by_id, by_doc):
         pool.extend(index, ["c5", "c7", "missing", "c7"], q)
-        pool.extend_docs(index, lex.numbers(["c9", "c3", "c9", "c11"]), q)
+        pool.extend_docs(index, lex.numbers(["c9", "c3", "c11"]), q)
     assert by_doc.has_docs_only()  # extended by number, no id made
     assert by_doc.ids == by_id.ids == ["c3", "c5", "c7", "c9", "c11"]
     np.testing.assert_array_equal(by_doc.docs(lex), by_id.docs(lex))
