@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from magnetic_core._search.scorer_state import ScorerState
+from magnetic_core._search.scorer_state import Coded, ScorerState, restore
 from magnetic_core._search.sublists import (
     SubLists,
     principal_basis,
@@ -199,15 +199,10 @@ class Scorer:
             first, end = int(old.blocks.first[h]), int(old.blocks.end[h])
             lens = old.lists.len[first:end]
             rows = ranges(old.lists.start[first:end], lens)
-            new.append(
-                s,
-                key[0],
-                old.lists.mean[first:end],
-                lens,
-                old.rows.code[rows],
-                old.rows.scale[rows],
-                old.rows.row[rows],
-            )
+            means = old.lists.mean[first:end]
+            rows_of = old.rows
+            coded = Coded(means, lens, rows_of.code[rows], rows_of.scale[rows], rows_of.row[rows])
+            new.append(s, key[0], coded)
         new.centroid_code, new.centroid_scale = old.centroid_code, old.centroid_scale
         return new
 
@@ -218,7 +213,7 @@ class Scorer:
         from magnetic_core._search.fit_kernels import encode  # numba: imported when needed
 
         code, scale = encode(group.view, lst.order, owner, lst.means, self._basis)
-        st.append(slot, group, lst.means, lst.lengths, code, scale, lst.order)
+        st.append(slot, group, Coded(lst.means, lst.lengths, code, scale, lst.order))
 
     def _code_centroids(self, index: HierIndex, slots: range | list[int]) -> None:
         st = self._state
@@ -278,7 +273,7 @@ class Scorer:
         scorer.energy, scorer._fitted_n = float(arrays["energy"][0]), fitted_n
         st = ScorerState(index.dim, rank)
         st.resize(len(index.slot_groups))
-        _restore(st, arrays, index)
+        restore(st, arrays, index)
         scorer._state, scorer._index = st, index
         scorer._code_centroids(index, range(len(index.slot_groups)))
         scorer._epoch = index.centroid_epoch
@@ -363,45 +358,6 @@ class Scorer:
             extra_ids, extra = _exact_groups(index, slots[stale], q)
             return ids + extra_ids, np.concatenate([scores, extra])
         return ids, scores
-
-
-def _restore(st: ScorerState, arrays: Mapping[str, np.ndarray], index: HierIndex) -> None:
-    """Fill ``st`` with the exported groups that still hold exactly the exported cells."""
-    group_lists = np.asarray(arrays["group_lists"], np.int64)
-    list_len = np.asarray(arrays["list_len"], np.int64)
-    list_at = np.cumsum(group_lists) - group_lists
-    row_counts = np.add.reduceat(list_len, list_at) if list_len.size else list_len
-    row_at = np.cumsum(row_counts) - row_counts
-    ids = arrays["cell_ids"].tolist()
-    keep: list[int] = []
-    groups: list[Group] = []
-    rows: list[int] = []
-    for g, gid in enumerate(arrays["gids"].tolist()):
-        group = index.groups.get(gid)
-        n, r0 = int(row_counts[g]), int(row_at[g])
-        if group is None or group.n != n:
-            continue
-        at = [group.rows.get(cid) for cid in ids[r0 : r0 + n]]
-        if None in at:
-            continue
-        keep.append(g)
-        groups.append(group)
-        rows.extend(at)  # type: ignore[arg-type]  # no None past the check above
-    if not keep:
-        return
-    kept = np.asarray(keep, np.int64)
-    lists = ranges(list_at[kept], group_lists[kept])
-    cells = ranges(row_at[kept], row_counts[kept])
-    st.append_groups(
-        np.fromiter((grp.slot for grp in groups), np.int64, len(groups)),
-        groups,
-        group_lists[kept],
-        np.ascontiguousarray(arrays["list_mean"][lists], np.float32),
-        list_len[lists],
-        np.asarray(arrays["code"][cells], np.int8),
-        np.asarray(arrays["scale"][cells], np.float32),
-        np.asarray(rows, np.int32),
-    )
 
 
 def _merged(scores: np.ndarray, extra: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -379,16 +379,7 @@ class LexicalIndex:
         lex._docno = dict(zip(cids, range(len(cids))))
         lex._length = array("f", lengths.tobytes())
         lex._total_length = float(lengths.sum(dtype=np.float64))
-        lex._flat = FlatPostings(
-            terms=list(terms),
-            vocab=dict(zip(terms, range(len(terms)))),
-            surface=surface,
-            starts=starts,
-            docs=np.ascontiguousarray(arrays["docs"], np.int64),
-            tfs=np.ascontiguousarray(arrays["tfs"], np.float32),
-            doc_terms=np.ascontiguousarray(arrays["doc_terms"], np.int64),
-            doc_term_starts=np.ascontiguousarray(arrays["doc_term_starts"], np.int64),
-        )
+        lex._flat = FlatPostings.of(arrays, list(terms), surface)
         return lex
 
     def _thaw(self) -> None:
@@ -399,14 +390,7 @@ class LexicalIndex:
             flat = self._flat
             if flat is None:
                 return  # another thread thawed meanwhile
-            code = "l" if array("l").itemsize == 8 else "q"
-            postings: dict[str, tuple[array, array]] = {}
-            starts = flat.starts.tolist()
-            for i, term in enumerate(flat.terms):
-                d, f = array(code), array("f")
-                d.frombytes(flat.docs[starts[i] : starts[i + 1]].tobytes())
-                f.frombytes(flat.tfs[starts[i] : starts[i + 1]].tobytes())
-                postings[term] = (d, f)
+            postings = flat.per_term()
             self._doc_terms = DocTerms(flat)  # made per document when it is next needed
             self._surface = {t: w for t, w in zip(flat.terms, flat.surface) if t != w}
             self._postings = postings

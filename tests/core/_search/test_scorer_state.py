@@ -8,7 +8,7 @@ import pytest
 from magnetic_core._index.group import Group
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.scorer import Scorer
-from magnetic_core._search.scorer_state import ScorerState
+from magnetic_core._search.scorer_state import Coded, ScorerState
 from magnetic_core._search.sublists import quantize, split_lists
 
 D, RANK = 8, 4
@@ -25,7 +25,7 @@ def _add(state: ScorerState, slot: int, group: Group, list_size: int = 4) -> Non
     lists = split_lists(group.view, list_size)
     code = np.zeros((group.n, RANK), np.int8)
     scale = np.ones(group.n, np.float32)
-    state.append(slot, group, lists.means, lists.lengths, code, scale, lists.order)
+    state.append(slot, group, Coded(lists.means, lists.lengths, code, scale, lists.order))
 
 
 def test_new_slots_are_stale_until_a_block_describes_them():
