@@ -61,9 +61,10 @@ class LexicalIndex:
     def clear(self) -> None:
         """Forget every cell."""
         # Document numbers name cells in the search's arrays (the scorer keeps each coded
-        # cell's): this key changes whenever a cell may lose its number (a removal, so a
-        # re-add, a compaction, a clear), so numbers kept under an older key are looked up
-        # again.
+        # cell's). A removed cell's number is never given again, so a kept number is either
+        # still its cell's or dead (:meth:`dead`; a re-added cell has a new one); this key
+        # changes when numbers are given anew (a compaction, a clear) and every kept
+        # number must be looked up again.
         self.numbering = next(_NUMBERINGS)
         self._flat: FlatPostings | None = None
         self._docno: dict[str, int] = {}
@@ -115,8 +116,7 @@ class LexicalIndex:
             return
         self._thaw()
         doc = self._docno.pop(cid)
-        self._cids[doc] = None
-        self.numbering = next(_NUMBERINGS)  # the cell may come back under a new number
+        self._cids[doc] = None  # numbers are never given again (until a compaction)
         self._total_length -= self._length[doc]
         for term in self._doc_terms.pop(doc):
             docs, tfs = self._postings[term]
@@ -292,6 +292,11 @@ class LexicalIndex:
         """The cell ids of live document numbers (from :meth:`numbers` or :meth:`scores`)."""
         cids = self._cids
         return [cids[d] for d in docs.tolist()]  # type: ignore[misc]  # live: never None
+
+    def dead(self, docs: np.ndarray) -> np.ndarray:
+        """Whether each (non-negative) document number is no longer a cell's."""
+        cids = self._cids
+        return np.fromiter((cids[d] is None for d in docs.tolist()), bool, docs.shape[0])
 
     def cid_of(self, doc: int) -> str:
         """The cell id of a live document number."""
