@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> None:
             "recall@10 vector",
             "recall@10 text",
             "RSS MB",
+            "vectors",
         ],
         [
             [
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
                 r["vector_recall_at_10"],
                 r["text_recall_at_10"],
                 r["rss_mb"],
+                r["vectors"],
             ]
             for r in rows
         ],
@@ -197,8 +199,8 @@ def main(argv: list[str] | None = None) -> None:
     table = (
         f"search(text, vector=, k=10) against search(vector=, k=10), defaults, in memory; "
         f"{args.queries} held-out Reuters MiniLM passages as queries, the two kinds "
-        f"interleaved, {args.rounds} rounds of the revisions interleaved (median p50). "
-        f"Vectors: {rows[0]['vectors'] if rows else '-'}.\n\n" + table
+        f"interleaved, {args.rounds} rounds of the revisions interleaved (median p50); CPU: "
+        f"time.thread_time per query.\n\n" + table
     )
     payload = {"revisions": names, "rows": rows}
     common.write_results(
