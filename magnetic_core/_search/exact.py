@@ -10,35 +10,121 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.scorer import Scorer, _kernels
 
+if TYPE_CHECKING:
+    from magnetic_core._text.lexical import LexicalIndex
+
 __all__ = ["KERNEL_CELLS", "MATVEC_BLOCK", "Pool", "exact_pool", "group_sizes", "matvec"]
 
 
-@dataclass
 class Pool:
-    """Candidates gathered so far: ids and exact cosines, in parallel."""
+    """Candidates gathered so far: cells and their exact cosines, in parallel.
 
-    ids: list[str]
-    scores: np.ndarray
-    _have: set[str] | None = None
+    A cell is named by id, by its BM25 document number (a coded probe's cells), or both;
+    either name is made from the other the first time it is asked for, so a text query
+    fuses the coded probe's cells by number without a look-up per id.
+    """
+
+    def __init__(
+        self,
+        ids: list[str] | None,
+        scores: np.ndarray,
+        docs: np.ndarray | None = None,
+        lexical: LexicalIndex | None = None,
+    ) -> None:
+        if ids is None and (docs is None or lexical is None):
+            raise ValueError("a pool without ids needs document numbers and their index")
+        self._ids, self._docs, self._lexical = ids, docs, lexical
+        self.scores = scores
+        self._have: set[str] | None = None
+
+    def __len__(self) -> int:
+        return int(self.scores.shape[0])
+
+    @property
+    def ids(self) -> list[str]:
+        """The cells' ids."""
+        if self._ids is None:
+            assert self._docs is not None and self._lexical is not None
+            self._ids = self._lexical.cids_of(self._docs)
+        return self._ids
+
+    def docs(self, lexical: LexicalIndex) -> np.ndarray:
+        """The cells' BM25 document numbers in ``lexical`` (-1 for a cell not in it)."""
+        if self._docs is None or self._lexical is not lexical:
+            self._docs, self._lexical = lexical.numbers(self.ids), lexical
+        return self._docs
+
+    def has_docs_only(self) -> bool:
+        """Whether the cells are named by document number only (no id made yet)."""
+        return self._ids is None
+
+    def id_at(self, i: int) -> str:
+        """The id of row ``i`` (no other id is made)."""
+        if self._ids is not None:
+            return self._ids[i]
+        assert self._docs is not None and self._lexical is not None
+        return self._lexical.cid_of(int(self._docs[i]))
 
     def extend(self, index: HierIndex, cids: Iterable[str], q: np.ndarray) -> None:
         """Add cells not yet in the pool, scored exactly."""
+        loc = index.loc
+        if self._ids is None:
+            assert self._docs is not None and self._lexical is not None
+            named = [c for c in dict.fromkeys(cids) if c in loc]
+            self.extend_docs(index, self._lexical.numbers(named), q, named)
+            return
         have = self._have
         if have is None:
-            have = self._have = set(self.ids)
-        loc = index.loc
+            have = self._have = set(self._ids)
         new = [c for c in dict.fromkeys(cids) if c not in have and c in loc]
         if new:
             have.update(new)
-            self.ids = [*self.ids, *new]
+            self._ids = [*self._ids, *new]
+            if self._docs is not None:
+                assert self._lexical is not None
+                self._docs = np.concatenate([self._docs, self._lexical.numbers(new)])
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
+
+    def extend_docs(
+        self,
+        index: HierIndex,
+        docs: np.ndarray,
+        q: np.ndarray,
+        cids: list[str] | None = None,
+    ) -> None:
+        """:meth:`extend` by distinct document numbers in the pool's lexical index
+        (``cids``: the same cells' ids, when known)."""
+        if self._docs is None or self._ids is not None:
+            if cids is None:
+                assert self._lexical is not None
+                cids = self._lexical.cids_of(docs)
+            self.extend(index, cids, q)
+            return
+        # Callers pass distinct numbers (BM25's best, de-duplicated ids): only those the
+        # pool holds already are dropped, by a search of the sorted pool (np.isin costs
+        # ten times more on a few hundred numbers).
+        fresh = docs >= 0
+        if self._docs.shape[0]:
+            have = np.sort(self._docs)
+            at = np.minimum(np.searchsorted(have, docs), have.shape[0] - 1)
+            fresh &= have[at] != docs
+        if not fresh.any():
+            return
+        new = docs[fresh]
+        assert self._lexical is not None
+        if cids is None:
+            names = self._lexical.cids_of(new)
+        else:
+            names = [cids[i] for i in np.flatnonzero(fresh).tolist()]
+        self._docs = np.concatenate([self._docs, new])
+        self.scores = np.concatenate([self.scores, index.vectors(names) @ q])
 
 
 # Rows per block of a single-query product. OpenBLAS runs larger matrix-vector products on

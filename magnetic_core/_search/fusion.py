@@ -32,14 +32,25 @@ CONTEXT_TOP = 64
 
 @dataclass
 class Fused:
-    """The pool's ranking terms, in parallel with ``ids`` (None for a term that is off)."""
+    """The ranking terms of a pool's rows (``at``: which rows, None for all in order), in
+    parallel (None for a term that is off)."""
 
-    ids: list[str]
+    pool: Pool
     cosine: np.ndarray
     boost: np.ndarray | None
     lexical: np.ndarray | None
     context: np.ndarray | None
     rank: np.ndarray
+    at: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.rank.shape[0])
+
+    @property
+    def ids(self) -> list[str]:
+        """The rows' cell ids."""
+        ids = self.pool.ids
+        return ids if self.at is None else [ids[i] for i in self.at.tolist()]
 
     def keep(self, rows: np.ndarray) -> Fused:
         """The same terms for the given rows only."""
@@ -48,16 +59,18 @@ class Fused:
             return None if a is None else a[rows]
 
         return Fused(
-            [self.ids[i] for i in rows.tolist()],
+            self.pool,
             self.cosine[rows],
             take(self.boost),
             take(self.lexical),
             take(self.context),
             self.rank[rows],
+            rows if self.at is None else self.at[rows],
         )
 
     def concat(self, more: Fused) -> Fused:
-        """These rows followed by ``more``'s (terms off in both stay off)."""
+        """These rows followed by ``more``'s, both every row of one pool in order (terms
+        off in both stay off)."""
 
         def cat(a: np.ndarray | None, b: np.ndarray | None, n: int, m: int) -> np.ndarray | None:
             if a is None and b is None:
@@ -66,9 +79,9 @@ class Fused:
             b = np.zeros(m, np.float32) if b is None else b
             return np.concatenate([a, b])
 
-        n, m = len(self.ids), len(more.ids)
+        n, m = len(self), len(more)
         return Fused(
-            [*self.ids, *more.ids],
+            more.pool,
             np.concatenate([self.cosine, more.cosine]),
             cat(self.boost, more.boost, n, m),
             cat(self.lexical, more.lexical, n, m),
@@ -83,7 +96,7 @@ class Fused:
             return 0.0 if a is None else float(a[i])
 
         return (
-            self.ids[i],
+            self.pool.id_at(i if self.at is None else int(self.at[i])),
             float(self.cosine[i]),
             at(self.boost),
             at(self.lexical),
@@ -100,20 +113,20 @@ def fuse(
     plan: SearchPlan,
 ) -> Fused:
     """The ranking terms of every pooled cell (the pool gains the best cells' neighbours)."""
-    fused = _terms(pool.ids, pool.scores, boosted, lexical, catalog, plan)
+    fused = _terms(pool, 0, boosted, lexical, catalog, plan)
     threads = catalog.threads
-    if not len(threads) or not fused.ids:
+    if not len(threads) or not len(fused):
         return fused
     if plan.context_weight <= 0.0 and plan.session_weight <= 0.0:
         return fused
     if plan.context_weight > 0.0:
         # The best cells' neighbours join the pool, so a lifted turn can come back.
-        have = len(pool.ids)
+        have = len(pool)
         top = top_indices(fused.rank, CONTEXT_TOP).tolist()
-        pool.extend(index, (nb for i in top for nb in threads.neighbours(pool.ids[i])), plan.vector)
-        if len(pool.ids) > have:
-            more = _terms(pool.ids[have:], pool.scores[have:], boosted, lexical, catalog, plan)
-            fused = fused.concat(more)
+        ids = pool.ids
+        pool.extend(index, (nb for i in top for nb in threads.neighbours(ids[i])), plan.vector)
+        if len(pool) > have:
+            fused = fused.concat(_terms(pool, have, boosted, lexical, catalog, plan))
     lifted = lift(
         threads, fused.ids, fused.rank, plan.context_weight, plan.session_weight, CONTEXT_TOP
     )
@@ -123,30 +136,44 @@ def fuse(
 
 
 def _terms(
-    ids: list[str],
-    scores: np.ndarray,
+    pool: Pool,
+    start: int,
     boosted: set[str],
     lexical: tuple[np.ndarray, np.ndarray] | None,
     catalog: Catalog,
     plan: SearchPlan,
 ) -> Fused:
+    """The terms of the pool's rows from ``start`` on."""
+    scores = pool.scores[start:]
     boosts = None
     if boosted and plan.entity_boost != 0.0:
-        hit = np.fromiter(map(boosted.__contains__, ids), dtype=bool, count=len(ids))
-        boosts = hit.astype(np.float32) * np.float32(plan.entity_boost)
+        boosts = _boosted(pool, start, boosted, catalog).astype(np.float32)
+        boosts *= np.float32(plan.entity_boost)
     lex = None
     if lexical is not None:
         # BM25 normalised by the query's best BM25, so the weight means the same for every
         # query: the best lexical match gains ``lexical_weight`` on top of its cosine.
         docs, vals = lexical
         scale = np.float32(plan.lexical_weight / float(vals.max()))
-        lex = catalog.lexical.lookup(ids, docs, vals) * scale
+        lex = catalog.lexical.scores_at(pool.docs(catalog.lexical)[start:], docs, vals) * scale
     rank = scores
     if boosts is not None:
         rank = rank + boosts
     if lex is not None:
         rank = rank + lex
-    return Fused(ids, scores, boosts, lex, None, rank)
+    at = np.arange(start, len(pool)) if start else None
+    return Fused(pool, scores, boosts, lex, None, rank, at)
+
+
+def _boosted(pool: Pool, start: int, boosted: set[str], catalog: Catalog) -> np.ndarray:
+    """Whether each pooled cell from ``start`` on holds a query entity: by document number
+    when the pool names its cells so and the boosted cells are fewer, else by id."""
+    lexical = catalog.lexical
+    n = len(pool) - start
+    if pool.has_docs_only() and len(boosted) <= 4 * n:
+        return np.isin(pool.docs(lexical)[start:], lexical.numbers(boosted))
+    ids = pool.ids[start:] if start else pool.ids
+    return np.fromiter(map(boosted.__contains__, ids), dtype=bool, count=n)
 
 
 def rank(
@@ -158,18 +185,18 @@ def rank(
     plan: SearchPlan,
 ) -> list[tuple[str, float, float, float, float]]:
     """The best ``k`` (id, cosine, boost, lexical, context) by their sum that pass the filter."""
-    if not pool.ids:
+    if not len(pool):
         return []
     fused = fuse(index, pool, boosted, lexical, catalog, plan)
     k = plan.k
     if plan.exclude:
         # Excluded cells (few) are dropped before the top k are taken.
-        drop = np.fromiter((c in plan.exclude for c in fused.ids), dtype=bool, count=len(fused.ids))
+        drop = np.fromiter((c in plan.exclude for c in fused.ids), dtype=bool, count=len(fused))
         if drop.any():
             fused = fused.keep(np.flatnonzero(~drop))
     rank = fused.rank
     if plan.predicate is None:
-        if len(fused.ids) > k:
+        if len(fused) > k:
             top = np.argpartition(-rank, k - 1)[:k]
             order = top[np.argsort(-rank[top], kind="stable")]
         else:
@@ -179,10 +206,10 @@ def rank(
     # predicates run.
     picked = []
     records = catalog.records
-    ids = fused.ids
-    for i in np.argsort(-rank, kind="stable"):
-        if plan.predicate(records[ids[int(i)]].metadata):
-            picked.append(fused.row(int(i)))
+    for i in np.argsort(-rank, kind="stable").tolist():
+        row = fused.row(i)
+        if plan.predicate(records[row[0]].metadata):
+            picked.append(row)
             if len(picked) == k:
                 break
     return picked

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from magnetic_core._search.scorer_state import ScorerState
+from magnetic_core._search.scorer_state import Coded, ScorerState, restore
 from magnetic_core._search.sublists import (
     SubLists,
     principal_basis,
@@ -43,6 +43,7 @@ from magnetic_core._search.sublists import (
 
 if TYPE_CHECKING:
     from magnetic_core._index.index import Group, HierIndex
+    from magnetic_core._text.lexical import LexicalIndex
 
 __all__ = ["FULL_SCAN_SHARE", "MIN_CELLS", "Scorer"]
 
@@ -198,15 +199,10 @@ class Scorer:
             first, end = int(old.blocks.first[h]), int(old.blocks.end[h])
             lens = old.lists.len[first:end]
             rows = ranges(old.lists.start[first:end], lens)
-            new.append(
-                s,
-                key[0],
-                old.lists.mean[first:end],
-                lens,
-                old.rows.code[rows],
-                old.rows.scale[rows],
-                old.rows.row[rows],
-            )
+            means = old.lists.mean[first:end]
+            rows_of = old.rows
+            coded = Coded(means, lens, rows_of.code[rows], rows_of.scale[rows], rows_of.row[rows])
+            new.append(s, key[0], coded)
         new.centroid_code, new.centroid_scale = old.centroid_code, old.centroid_scale
         return new
 
@@ -217,7 +213,7 @@ class Scorer:
         from magnetic_core._search.fit_kernels import encode  # numba: imported when needed
 
         code, scale = encode(group.view, lst.order, owner, lst.means, self._basis)
-        st.append(slot, group, lst.means, lst.lengths, code, scale, lst.order)
+        st.append(slot, group, Coded(lst.means, lst.lengths, code, scale, lst.order))
 
     def _code_centroids(self, index: HierIndex, slots: range | list[int]) -> None:
         st = self._state
@@ -277,7 +273,7 @@ class Scorer:
         scorer.energy, scorer._fitted_n = float(arrays["energy"][0]), fitted_n
         st = ScorerState(index.dim, rank)
         st.resize(len(index.slot_groups))
-        _restore(st, arrays, index)
+        restore(st, arrays, index)
         scorer._state, scorer._index = st, index
         scorer._code_centroids(index, range(len(index.slot_groups)))
         scorer._epoch = index.centroid_epoch
@@ -303,6 +299,38 @@ class Scorer:
         rank above them unread (recall@10 0.99 -> 0.97 at 30K cells, 0.96 -> 0.89 at 100K,
         until the groups were coded again). The extra exact work lasts until they are.
         """
+        best, scores, extra_ids, extra = self._probe_rows(index, slots, q, budget, keep, k)
+        ids = self._state.cell_ids(best)
+        if extra_ids:
+            # The stale groups' best join the coded ones': the best k of both, best first.
+            order, merged = _merged(scores, extra, k)
+            both = ids + extra_ids
+            return [both[i] for i in order.tolist()], merged
+        return ids, scores
+
+    def probe_docs(
+        self,
+        index: HierIndex,
+        slots: np.ndarray,
+        q: np.ndarray,
+        budget: int,
+        k: int,
+        lexical: LexicalIndex,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`probe` (``keep`` = ``k``) naming the cells by BM25 document number: the
+        numbers of coded cells are kept in the scorer's rows, so the text stages join them
+        by array operations instead of a dict look-up per cell id."""
+        best, scores, extra_ids, extra = self._probe_rows(index, slots, q, budget, k, k)
+        docs = self._state.cell_docs(best, lexical)
+        if extra_ids:
+            order, merged = _merged(scores, extra, k)
+            return np.concatenate([docs, lexical.numbers(extra_ids)])[order], merged
+        return docs, scores
+
+    def _probe_rows(
+        self, index: HierIndex, slots: np.ndarray, q: np.ndarray, budget: int, keep: int, k: int
+    ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+        """The coded pass of :meth:`probe` by row, and the stale groups' best by id."""
         assert self._basis is not None
         st = self._state
         stale = st.stale[slots]
@@ -311,22 +339,9 @@ class Scorer:
         if stale.any():
             extra_ids, extra = _exact_groups(index, slots[stale], q, k)
             slots = slots[~stale]
-        kern = _kernels()
         args = st.probe_args()
-        best, scores = kern.probe_top(slots, *args, q, self._basis, budget, keep, k)
-        groups = st.block_group
-        rows_block, rows_row = st.rows.cols["block"], st.rows.cols["row"]
-        ids = [
-            groups[h].ids[r]
-            for h, r in zip(rows_block[best].tolist(), rows_row[best].tolist(), strict=True)
-        ]
-        if extra_ids:
-            # The stale groups' best join the coded ones': the best k of both, best first.
-            merged = np.concatenate([scores, extra])
-            order = kern.top_k(merged, k)
-            both = ids + extra_ids
-            return [both[i] for i in order.tolist()], merged[order]
-        return ids, scores
+        best, scores = _kernels().probe_top(slots, *args, q, self._basis, budget, keep, k)
+        return best, scores, extra_ids, extra
 
     def exact(
         self, index: HierIndex, slots: Sequence[int] | np.ndarray | range, q: np.ndarray
@@ -345,43 +360,11 @@ class Scorer:
         return ids, scores
 
 
-def _restore(st: ScorerState, arrays: Mapping[str, np.ndarray], index: HierIndex) -> None:
-    """Fill ``st`` with the exported groups that still hold exactly the exported cells."""
-    group_lists = np.asarray(arrays["group_lists"], np.int64)
-    list_len = np.asarray(arrays["list_len"], np.int64)
-    list_at = np.cumsum(group_lists) - group_lists
-    row_counts = np.add.reduceat(list_len, list_at) if list_len.size else list_len
-    row_at = np.cumsum(row_counts) - row_counts
-    ids = arrays["cell_ids"].tolist()
-    keep: list[int] = []
-    groups: list[Group] = []
-    rows: list[int] = []
-    for g, gid in enumerate(arrays["gids"].tolist()):
-        group = index.groups.get(gid)
-        n, r0 = int(row_counts[g]), int(row_at[g])
-        if group is None or group.n != n:
-            continue
-        at = [group.rows.get(cid) for cid in ids[r0 : r0 + n]]
-        if None in at:
-            continue
-        keep.append(g)
-        groups.append(group)
-        rows.extend(at)  # type: ignore[arg-type]  # no None past the check above
-    if not keep:
-        return
-    kept = np.asarray(keep, np.int64)
-    lists = ranges(list_at[kept], group_lists[kept])
-    cells = ranges(row_at[kept], row_counts[kept])
-    st.append_groups(
-        np.fromiter((grp.slot for grp in groups), np.int64, len(groups)),
-        groups,
-        group_lists[kept],
-        np.ascontiguousarray(arrays["list_mean"][lists], np.float32),
-        list_len[lists],
-        np.asarray(arrays["code"][cells], np.int8),
-        np.asarray(arrays["scale"][cells], np.float32),
-        np.asarray(rows, np.int32),
-    )
+def _merged(scores: np.ndarray, extra: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` of two score arrays joined: ``(positions in the join, scores)``."""
+    both = np.concatenate([scores, extra])
+    order = _kernels().top_k(both, k)
+    return order, both[order]
 
 
 def _exact_groups(

@@ -7,16 +7,19 @@ a search reading it while another search appends sees a consistent prefix.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from magnetic_core._search.sublists import quantize
+from magnetic_core._search.sublists import quantize, ranges
 
 if TYPE_CHECKING:
-    from magnetic_core._index.index import Group
+    from magnetic_core._index.index import Group, HierIndex
+    from magnetic_core._text.lexical import LexicalIndex
 
-__all__ = ["ScorerState"]
+__all__ = ["Coded", "ScorerState", "restore"]
 
 
 class _Arena:
@@ -80,7 +83,10 @@ class ScorerState:
             scale=((), np.float32),
             block=((), np.int32),
             row=((), np.int32),
+            doc=((), np.int64),  # the cell's BM25 document number, -1 until a search asks
         )
+        # The BM25 numbering ``rows.doc`` holds numbers of (``LexicalIndex.numbering``).
+        self.doc_key: int | None = None
         self.slot_key: list[tuple[Group, int] | None] = []
         self.slot_block = np.empty(0, np.int64)
         self.stale = np.empty(0, bool)
@@ -112,6 +118,38 @@ class ScorerState:
             self._probe_args = args
         return args
 
+    def cell_ids(self, rows: np.ndarray) -> list[str]:
+        """The ids of the cells of the given rows."""
+        groups = self.block_group
+        blocks, at = self.rows.cols["block"][rows].tolist(), self.rows.cols["row"][rows].tolist()
+        return [groups[h].ids[r] for h, r in zip(blocks, at, strict=True)]
+
+    def cell_docs(self, rows: np.ndarray, lexical: LexicalIndex) -> np.ndarray:
+        """The BM25 document numbers of the cells of the given rows.
+
+        Every coded cell's number is looked up once, by id, when the first text query
+        reads this state (about 30 ms at 100K cells) and kept; rows coded since, and rows
+        whose cell has been removed or re-added since (its number is dead), are looked up
+        when a search reads them. A compaction of the lexical index renumbers everything,
+        and the numbers are looked up again. Searches write the same numbers, so
+        concurrent ones may race harmlessly.
+        """
+        col = self.rows.cols["doc"]
+        if self.doc_key != lexical.numbering:
+            n = self.rows.n
+            col[:n] = lexical.numbers(self.cell_ids(np.arange(n)))
+            self.doc_key = lexical.numbering
+        docs = col[rows]
+        again = docs < 0
+        known = np.flatnonzero(~again)
+        again[known] = lexical.dead(docs[known])
+        missing = np.flatnonzero(again)
+        if missing.size:
+            found = lexical.numbers(self.cell_ids(rows[missing]))
+            docs[missing] = found
+            col[rows[missing]] = found
+        return docs
+
     def resize(self, n_slots: int) -> None:
         """Follow the index's slot count (new slots start stale)."""
         keys = self.slot_key
@@ -125,68 +163,27 @@ class ScorerState:
         self.slot_block, self.stale = blocks, stale
         self._probe_args = None
 
-    def append(
-        self,
-        slot: int,
-        group: Group,
-        means: np.ndarray,
-        lens: np.ndarray,
-        code: np.ndarray,
-        scale: np.ndarray,
-        rows: np.ndarray,
-    ) -> None:
+    def append(self, slot: int, group: Group, coded: Coded) -> None:
         """Add a group's block, lists and rows, then point its slot at them."""
-        self.append_groups(
-            np.array([slot]), [group], np.array([len(lens)]), means, lens, code, scale, rows
-        )
+        self.append_groups(np.array([slot]), [group], np.array([len(coded.lens)]), coded)
 
     def append_groups(
-        self,
-        slots: np.ndarray,
-        groups: list[Group],
-        list_counts: np.ndarray,
-        means: np.ndarray,
-        lens: np.ndarray,
-        code: np.ndarray,
-        scale: np.ndarray,
-        rows: np.ndarray,
+        self, slots: np.ndarray, groups: list[Group], list_counts: np.ndarray, coded: Coded
     ) -> None:
         """:meth:`append` for many groups at once (a restore): the same rows and arrays.
 
-        Group ``i`` owns the next ``list_counts[i]`` sub-lists of ``means`` / ``lens``, and
-        their cells the next ``lens`` rows of ``code`` / ``scale`` / ``rows``, in order.
+        Group ``i`` owns the next ``list_counts[i]`` sub-lists of ``coded``'s lists, and
+        their cells the next ``lens`` of its rows, in order.
         """
         if not groups:
             return
         self._probe_args = None
         h0 = len(self.block_ref)
-        blocks = []
-        for group in groups:
-            block = group.vecs
-            if not block.flags.c_contiguous or block.dtype != np.float32:
-                block = np.ascontiguousarray(block[: group.n], np.float32)
-            blocks.append(block)
+        blocks = [_contiguous(group) for group in groups]
         self.block_ref.extend(blocks)
         self.block_group.extend(groups)
         handles = h0 + np.arange(len(groups))
-        if lens.size:
-            cells = np.add.reduceat(lens, np.cumsum(list_counts) - list_counts)
-        else:  # groups without sub-lists own no rows
-            cells = np.zeros(len(groups), np.int64)
-        row0 = self.rows.append(
-            code=code, scale=scale, block=np.repeat(handles, cells).astype(np.int32), row=rows
-        )
-        norms = np.sqrt(np.einsum("ij,ij->i", means, means))
-        mean_code, mean_scale = quantize(means)
-        first = self.lists.append(
-            mean=means,
-            code=mean_code,
-            scale=mean_scale,
-            inv=1.0 / np.maximum(norms, 1e-12),
-            start=row0 + np.cumsum(lens) - lens,
-            len=lens,
-        )
-        list_first = first + np.cumsum(list_counts) - list_counts
+        list_first = self._append_lists(handles, list_counts, coded)
         self.blocks.append(
             address=np.fromiter((b.ctypes.data for b in blocks), np.int64, len(blocks)),
             count=np.fromiter((g.n for g in groups), np.int64, len(groups)),
@@ -198,3 +195,91 @@ class ScorerState:
         for slot, group in zip(slots.tolist(), groups, strict=True):
             self.slot_key[slot] = (group, group.version)
         self.stale[slots] = False
+
+    def _append_lists(
+        self, handles: np.ndarray, list_counts: np.ndarray, coded: Coded
+    ) -> np.ndarray:
+        """Append the blocks' rows and sub-lists; the first sub-list of each block."""
+        lens = coded.lens
+        if lens.size:
+            cells = np.add.reduceat(lens, np.cumsum(list_counts) - list_counts)
+        else:  # groups without sub-lists own no rows
+            cells = np.zeros(len(handles), np.int64)
+        row0 = self.rows.append(
+            code=coded.code,
+            scale=coded.scale,
+            block=np.repeat(handles, cells).astype(np.int32),
+            row=coded.rows,
+            doc=np.full(coded.rows.shape[0], -1, np.int64),
+        )
+        means = coded.means
+        norms = np.sqrt(np.einsum("ij,ij->i", means, means))
+        mean_code, mean_scale = quantize(means)
+        first = self.lists.append(
+            mean=means,
+            code=mean_code,
+            scale=mean_scale,
+            inv=1.0 / np.maximum(norms, 1e-12),
+            start=row0 + np.cumsum(lens) - lens,
+            len=lens,
+        )
+        return first + np.cumsum(list_counts) - list_counts
+
+
+@dataclass(frozen=True)
+class Coded:
+    """Coded sub-lists: per list its mean and length; per cell (list after list) its code,
+    scale and row in its group's block."""
+
+    means: np.ndarray
+    lens: np.ndarray
+    code: np.ndarray
+    scale: np.ndarray
+    rows: np.ndarray
+
+
+def _contiguous(group: Group) -> np.ndarray:
+    """The group's block as the kernels read it (C-contiguous float32)."""
+    block = group.vecs
+    if not block.flags.c_contiguous or block.dtype != np.float32:
+        block = np.ascontiguousarray(block[: group.n], np.float32)
+    return block
+
+
+def restore(st: ScorerState, arrays: Mapping[str, np.ndarray], index: HierIndex) -> None:
+    """Fill ``st`` with the exported groups (``Scorer.export_arrays``) that still hold
+    exactly the exported cells."""
+    group_lists = np.asarray(arrays["group_lists"], np.int64)
+    list_len = np.asarray(arrays["list_len"], np.int64)
+    list_at = np.cumsum(group_lists) - group_lists
+    row_counts = np.add.reduceat(list_len, list_at) if list_len.size else list_len
+    row_at = np.cumsum(row_counts) - row_counts
+    ids = arrays["cell_ids"].tolist()
+    keep: list[int] = []
+    groups: list[Group] = []
+    rows: list[int] = []
+    for g, gid in enumerate(arrays["gids"].tolist()):
+        group = index.groups.get(gid)
+        n, r0 = int(row_counts[g]), int(row_at[g])
+        if group is None or group.n != n:
+            continue
+        at = [group.rows.get(cid) for cid in ids[r0 : r0 + n]]
+        if None in at:
+            continue
+        keep.append(g)
+        groups.append(group)
+        rows.extend(at)  # type: ignore[arg-type]  # no None past the check above
+    if not keep:
+        return
+    kept = np.asarray(keep, np.int64)
+    lists = ranges(list_at[kept], group_lists[kept])
+    cells = ranges(row_at[kept], row_counts[kept])
+    coded = Coded(
+        np.ascontiguousarray(arrays["list_mean"][lists], np.float32),
+        list_len[lists],
+        np.asarray(arrays["code"][cells], np.int8),
+        np.asarray(arrays["scale"][cells], np.float32),
+        np.asarray(rows, np.int32),
+    )
+    slots = np.fromiter((grp.slot for grp in groups), np.int64, len(groups))
+    st.append_groups(slots, groups, group_lists[kept], coded)

@@ -127,8 +127,10 @@ def run_search(
     else:
         pool = _exact(index, scorer, plan, stages, keep)
     if stages.lexical is not None:
-        top_ids, _ = catalog.lexical.top_of(*stages.lexical, max(plan.lexical_candidates, plan.k))
-        pool.extend(index, top_ids, q)
+        lexical = catalog.lexical
+        top, _ = lexical.top_docs(*stages.lexical, max(plan.lexical_candidates, plan.k))
+        top_ids = lexical.cids_of(top)
+        pool.extend_docs(index, top, q, top_ids)
         stages.lexical_ids = set(top_ids)
     picked = rank(index, pool, stages.boosted, stages.lexical, catalog, plan)
     fallback = len(picked) < plan.k and len(stages.slots) < n_groups
@@ -187,11 +189,17 @@ def _coded(
     q = plan.vector
     # Only the best k are needed unless boosts, words or exclusions re-rank them.
     plain = stages.plain(plan)
-    found = scorer.probe(index, stages.slots, q, budget, keep, plan.k if plain else keep)
-    if plain and len(found[0]) >= plan.k and not _threaded(catalog, plan):
-        rows = [(c, float(s), 0.0, 0.0, 0.0) for c, s in zip(*found, strict=True)]
-        return candidates(index, plan, stages, rows, False)
-    pool = Pool(*found)
+    if plain:
+        found = scorer.probe(index, stages.slots, q, budget, keep, plan.k)
+        if len(found[0]) >= plan.k and not _threaded(catalog, plan):
+            rows = [(c, float(s), 0.0, 0.0, 0.0) for c, s in zip(*found, strict=True)]
+            return candidates(index, plan, stages, rows, False)
+        pool = Pool(*found)
+    else:
+        # The other stages join the pool by BM25 document number (array operations).
+        lexical = catalog.lexical
+        docs, scores = scorer.probe_docs(index, stages.slots, q, budget, keep, lexical)
+        pool = Pool(None, scores, docs, lexical)
     if stages.boosted and plan.entity_boost > 0:
         slot_set = set(stages.slots.tolist())
         pool.extend(index, (c for c in stages.boosted if index.loc[c].slot in slot_set), q)
@@ -206,7 +214,7 @@ def _exact(
     the coded pass does: the other stages then fuse a few hundred candidates, not every
     probed cell (4,500 string ids cost a text query about 7 ms)."""
     pool = exact_pool(index, scorer, stages.slots, plan.vector)
-    if plan.predicate is not None or len(pool.ids) <= 16 * keep:
+    if plan.predicate is not None or len(pool) <= 16 * keep:
         return pool
     best = _kernels().top_k(pool.scores, keep)
     kept = Pool([pool.ids[i] for i in best.tolist()], pool.scores[best])

@@ -138,6 +138,12 @@ def extract_entities(text: str) -> list[str]:
                     if "." in base.strip("."):
                         keep(base, start, end)
     spans.freeze()
+    _capitalised(text, spans, keep)
+    return list(found)
+
+
+def _capitalised(text: str, spans: _Spans, keep: Callable[[str, int, int], None]) -> None:
+    """Keep the capitalised phrases of ``text`` outside the spans already kept (names)."""
     for m in _CAPS.finditer(text):
         start, end = m.span()
         if spans.covered(start, end):
@@ -156,7 +162,6 @@ def extract_entities(text: str) -> list[str]:
         if len(words) > 1 and at_start:
             # "Ask Ada Lovelace": the first word may be capitalised only by position.
             keep(" ".join(words[1:]), start, end)
-    return list(found)
 
 
 def _sentence_start(text: str, pos: int) -> bool:

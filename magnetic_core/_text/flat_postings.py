@@ -8,7 +8,8 @@ index has turned its postings back into per-term arrays for a write.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from array import array
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,34 @@ class FlatPostings:
     tfs: np.ndarray
     doc_terms: np.ndarray
     doc_term_starts: np.ndarray
+
+    @classmethod
+    def of(
+        cls, arrays: Mapping[str, np.ndarray], terms: list[str], surface: list[str]
+    ) -> FlatPostings:
+        """The postings of an export's arrays (``LexicalIndex.export_arrays``)."""
+        return cls(
+            terms=terms,
+            vocab=dict(zip(terms, range(len(terms)))),
+            surface=surface,
+            starts=np.ascontiguousarray(arrays["term_starts"], np.int64),
+            docs=np.ascontiguousarray(arrays["docs"], np.int64),
+            tfs=np.ascontiguousarray(arrays["tfs"], np.float32),
+            doc_terms=np.ascontiguousarray(arrays["doc_terms"], np.int64),
+            doc_term_starts=np.ascontiguousarray(arrays["doc_term_starts"], np.int64),
+        )
+
+    def per_term(self) -> dict[str, tuple[array, array]]:
+        """Each term's postings as growable ``array`` pairs (docs, tfs), for writes."""
+        code = "l" if array("l").itemsize == 8 else "q"
+        postings: dict[str, tuple[array, array]] = {}
+        starts = self.starts.tolist()
+        for i, term in enumerate(self.terms):
+            d, f = array(code), array("f")
+            d.frombytes(self.docs[starts[i] : starts[i + 1]].tobytes())
+            f.frombytes(self.tfs[starts[i] : starts[i + 1]].tobytes())
+            postings[term] = (d, f)
+        return postings
 
     def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         at = self.vocab.get(term)

@@ -42,3 +42,29 @@ def test_pool_extend_adds_only_new_stored_cells_scored_exactly() -> None:
     pool.extend(index, ["c1", "c0", "missing", "c1", "c2"], q)
     assert pool.ids == ["c0", "c1", "c2"]  # no repeats, unknown ids skipped
     np.testing.assert_allclose(pool.scores, index.vectors(pool.ids) @ q, atol=1e-6)
+
+
+def _lexical(index: HierIndex):
+    from magnetic_core._text.lexical import LexicalIndex
+
+    lex = LexicalIndex()
+    for group in index.slot_groups:
+        for cid in group.ids:
+            lex.add(cid, f"word{cid}")
+    return lex
+
+
+def test_a_pool_named_by_document_numbers_gives_the_ids_and_extends_like_one_named_by_id():
+    index, q = _index(200)
+    lex = _lexical(index)
+    by_id = Pool(["c3", "c5"], index.vectors(["c3", "c5"]) @ q, lexical=lex)
+    by_doc = Pool(None, by_id.scores.copy(), lex.numbers(["c3", "c5"]), lex)
+    assert by_doc.has_docs_only() and by_doc.id_at(1) == "c5" and by_doc.has_docs_only()
+    for pool in (by_id, by_doc):
+        pool.extend(index, ["c5", "c7", "missing", "c7"], q)
+        pool.extend_docs(index, lex.numbers(["c9", "c3", "c11"]), q)
+    assert by_doc.has_docs_only()  # extended by number, no id made
+    assert by_doc.ids == by_id.ids == ["c3", "c5", "c7", "c9", "c11"]
+    np.testing.assert_array_equal(by_doc.docs(lex), by_id.docs(lex))
+    np.testing.assert_allclose(by_doc.scores, index.vectors(by_id.ids) @ q, atol=1e-6)
+    assert len(by_doc) == 5

@@ -8,7 +8,7 @@ import pytest
 from magnetic_core._index.group import Group
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.scorer import Scorer
-from magnetic_core._search.scorer_state import ScorerState
+from magnetic_core._search.scorer_state import Coded, ScorerState
 from magnetic_core._search.sublists import quantize, split_lists
 
 D, RANK = 8, 4
@@ -25,7 +25,7 @@ def _add(state: ScorerState, slot: int, group: Group, list_size: int = 4) -> Non
     lists = split_lists(group.view, list_size)
     code = np.zeros((group.n, RANK), np.int8)
     scale = np.ones(group.n, np.float32)
-    state.append(slot, group, lists.means, lists.lengths, code, scale, lists.order)
+    state.append(slot, group, Coded(lists.means, lists.lengths, code, scale, lists.order))
 
 
 def test_new_slots_are_stale_until_a_block_describes_them():
@@ -118,3 +118,34 @@ def test_a_synced_scorer_points_every_clean_slot_at_its_groups_current_version()
     index.assign([f"c{i}" for i in range(4100, 4200)], x[4100:], 0.7)  # groups change
     scorer.sync(index)
     check()
+
+
+def test_cell_docs_are_looked_up_once_and_again_after_the_lexical_index_renumbers():
+    from magnetic_core._text.lexical import LexicalIndex
+    from magnetic_core.eval import clustered_data
+
+    vecs, _ = clustered_data(5000, 32, 20, spread=0.8, decay=1.5, seed=4)
+    ids = [f"c{i}" for i in range(len(vecs))]
+    index = HierIndex(32, 256)
+    index.assign(ids, vecs, 0.6)
+    scorer = Scorer(8, 32)
+    scorer.sync(index)
+    assert scorer._state.rows.n == len(ids)  # every cell coded
+    lex = LexicalIndex()
+    for cid in reversed(ids):  # numbers unlike the index's order
+        lex.add(cid, cid)
+    st = scorer._state
+    rows = np.arange(st.rows.n)
+    want = lex.numbers(st.cell_ids(rows))
+    np.testing.assert_array_equal(st.cell_docs(rows, lex), want)
+    assert (st.rows.cols["doc"][: st.rows.n] == want).all()  # kept for the next search
+    lex.add(ids[0], "new text")  # a re-add gives that cell a new number
+    again = st.cell_docs(rows, lex)
+    np.testing.assert_array_equal(again, lex.numbers(st.cell_ids(rows)))
+    assert (again != want).sum() == 1
+    for cid in ids[:3000]:
+        lex.remove(cid)  # past half removed: the lexical index compacts and renumbers
+    alive = np.flatnonzero(lex.numbers(st.cell_ids(rows)) >= 0)
+    np.testing.assert_array_equal(
+        st.cell_docs(rows[alive], lex), lex.numbers(st.cell_ids(rows[alive]))
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.search import SearchPlan, probe_budget, run_search
@@ -112,3 +113,46 @@ def test_an_exact_probe_keeps_the_lexical_and_boosted_cells_it_fuses() -> None:
     np.testing.assert_allclose(got[0].score, float(index.vector(far) @ q), atol=1e-6)
     rest = [c.id for c in got[1:]]
     assert rest == [ids[i] for i in np.argsort(-(base @ q), kind="stable")[:9]]
+
+
+def test_a_coded_probe_fuses_a_cells_words_as_they_are_after_its_text_is_rewritten() -> None:
+    """The coded probe names its cells by BM25 document number, kept in the scorer: a cell
+    whose text is written again (same vector, so its group and codes stay) gets a new
+    number, and the next search scores its new words, not the old document's."""
+    from magnetic_core._search.scorer import Scorer
+    from magnetic_core._store.record import CellRecord
+
+    n = 8000
+    vecs, _ = clustered_data(n, 64, 40, spread=0.8, decay=1.5, seed=5)
+    index = HierIndex(64, 256)
+    ids = [f"c{i}" for i in range(n)]
+    index.assign(ids, vecs, 0.6)
+    catalog = Catalog()
+    target, other = ids[10], ids[4000]
+    for i, cid in enumerate(ids):
+        text = "zebra stripes" if cid == other else f"note {i} about nothing"
+        catalog.put(cid, CellRecord(text, {}, (), 0.0, 0.0))
+    q = index.vector(target)
+    plan = SearchPlan(
+        vector=q,
+        k=10,
+        n_probe=4,
+        entities=(),
+        entity_boost=0.0,
+        predicate=None,
+        sketch_rank=16,
+        rerank=64,
+        min_cells=1200,
+        lexical_terms=catalog.lexical.query_terms("zebra"),
+        lexical_weight=0.5,
+    )
+    scorer = Scorer(16, 32)
+    before = {c.id: c for c in run_search(index, catalog, plan, scorer)}
+    assert scorer.current(index) and scorer.usable  # the coded path ran
+    assert before[target].lexical == 0.0
+    catalog.put(target, CellRecord("zebra zebra zebra", {}, (), 0.0, 0.0))
+    after = run_search(index, catalog, plan, scorer)
+    assert after[0].id == target and after[0].lexical > 0.0
+    np.testing.assert_allclose(after[0].score, 1.0, atol=1e-5)
+    # Its BM25 is the best of the query's (the other cell's two-word text scores lower).
+    assert after[0].lexical == pytest.approx(0.5)

@@ -23,9 +23,21 @@ def _call(postings, weights, lengths, avgdl, k1=1.2, b=0.75):
     docs = np.concatenate([p[0] for p in postings] + [np.empty(0, np.int64)])
     tfs = np.concatenate([p[1] for p in postings] + [np.empty(0, np.float32)])
     bounds = np.concatenate([[0], np.cumsum([len(p[0]) for p in postings])]).astype(np.int64)
-    return bm25_scores(
-        docs, tfs, bounds, np.asarray(weights, np.float32), lengths, avgdl, k1, b, len(lengths)
+    acc = np.zeros(len(lengths) + 3)
+    found = bm25_scores(
+        docs,
+        tfs,
+        bounds,
+        np.asarray(weights, np.float32),
+        lengths,
+        avgdl,
+        k1,
+        b,
+        len(lengths),
+        acc,
     )
+    assert not acc.any()  # the scratch row is left zeroed for the next query
+    return found
 
 
 @pytest.mark.parametrize("n_docs,n_terms,density", [(50, 1, 0.5), (3000, 13, 0.2), (400, 4, 1.0)])
@@ -54,3 +66,21 @@ def test_bm25_scores_of_no_postings_is_empty_and_one_document_is_found():
     assert docs.tolist() == [2]
     norm = 1.2 * (0.25 + 0.75 * 7.0 / 5.0)
     assert vals[0] == pytest.approx(2.0 / (2.0 + norm), rel=1e-6)
+
+
+def test_one_scratch_row_serves_queries_of_different_stores_in_turn():
+    """The row the kernel leaves zeroed gives the next query, larger or smaller, its own
+    scores (nothing of the previous query leaks into it)."""
+    rng = np.random.default_rng(7)
+    acc = np.zeros(500)
+    for n_docs in (500, 40, 300):
+        lengths = rng.integers(1, 30, n_docs).astype(np.float32)
+        docs = np.sort(rng.choice(n_docs, n_docs // 2, replace=False)).astype(np.int64)
+        tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
+        bounds = np.array([0, docs.shape[0]], np.int64)
+        w = np.array([2.0], np.float32)
+        got_docs, got = bm25_scores(docs, tfs, bounds, w, lengths, 10.0, 1.2, 0.75, n_docs, acc)
+        want_docs, want = _reference([(docs, tfs)], [2.0], lengths, 10.0, 1.2, 0.75)
+        assert got_docs.tolist() == want_docs.tolist()
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+        assert not acc.any()

@@ -146,3 +146,31 @@ def test_group_term_counts_match_a_plain_count_in_every_state_of_the_index():
     for cid in [c for c, t in texts.items() if "studies" in t]:
         built.remove(cid)
     assert "studi" not in built._surface and "studies" not in built.term_counts(list(texts))[0]
+
+
+def test_document_numbers_name_cells_until_a_re_add_or_a_compaction_renumbers_them():
+    lex = LexicalIndex()
+    ids = [f"c{i}" for i in range(1500)]
+    for cid in ids:
+        lex.add(cid, f"alpha {cid}")
+    key = lex.numbering
+    docs = lex.numbers(["c7", "missing", "c1499"])
+    assert docs.tolist()[1] == -1 and lex.cids_of(docs[[0, 2]]) == ["c7", "c1499"]
+    lex.add("new", "beta")
+    assert lex.numbering == key  # an add leaves the other numbers as they were
+    assert lex.cids_of(lex.numbers(["c7"])) == ["c7"]
+    old = lex.numbers(["c7"])
+    lex.add("c7", "gamma")  # a re-add: a new number, the old one dead
+    assert lex.dead(old).tolist() == [True] and lex.numbers(["c7"])[0] != old[0]
+    assert lex.dead(lex.numbers(["c8", "c7"])).tolist() == [False, False]
+    lex.remove("c3")
+    assert lex.numbering == key  # numbers given so far keep their meaning
+    key = lex.numbering
+    for cid in ids[:1000]:
+        lex.remove(cid)  # past half removed: compacted
+    assert lex.numbering != key
+    words = lex.query_terms("c1200 c1300 c1400 c1450")
+    got, vals = lex.top_docs(*lex.scores(words), 3)
+    assert set(lex.cids_of(got)) <= {"c1200", "c1300", "c1400", "c1450"}
+    assert len(got) == 3 and (np.diff(vals) <= 0).all()
+    np.testing.assert_array_equal(lex.scores_at(got, *lex.scores(words)), vals)
