@@ -200,7 +200,7 @@ def test_an_open_finishes_or_leaves_a_compaction_as_it_should(tmp_path):
         thread.start()
         assert not done.wait(0.5)  # the writer waits while the mark is there
         cells.delete(ids=[COMPACT_MARK])
-        assert done.wait(10)
+        assert done.wait(60)
         thread.join()
         assert waiter.count() == 21
     finally:
@@ -321,7 +321,7 @@ def test_a_write_landing_after_the_last_check_is_written_again(two_memories, tmp
         return changed
 
     def write_when_released(*args, **kwargs):
-        release.wait(10)
+        release.wait(120)
         real_write(*args, **kwargs)
         landed.set()
 
@@ -330,17 +330,17 @@ def test_a_write_landing_after_the_last_check_is_written_again(two_memories, tmp
     monkeypatch.setattr(b._store, "write_cells", write_when_released)
     writer = threading.Thread(target=lambda: b.add(["a late write"], ids=["late"]))
     writer.start()
-    assert synced.wait(10)  # b is past its check, before its write
+    assert synced.wait(120)  # b is past its check, before its write
     swap_in = compaction.swap_in
 
     def land_then_swap(*args, **kwargs):
         release.set()
-        assert landed.wait(10)  # b's write is in the old collection only
+        assert landed.wait(120)  # b's write is in the old collection only
         return swap_in(*args, **kwargs)
 
     monkeypatch.setattr(compaction, "swap_in", land_then_swap)
     assert a.compact().done
-    writer.join(10)
+    writer.join(120)
     assert not writer.is_alive()
     a.close()
     b.close()
