@@ -67,7 +67,7 @@ RANK = 8  # own principal directions kept per component, beyond the shared ones
 # to a component is tidier than the passages it came from (they trail off towards
 # neighbouring topics); TAU is the one number chosen by comparison (faiss IVF recall against
 # nprobe at 100K, see compare()), nothing else is.
-TAU = 1.5
+TAU = 1.2
 NN_SAMPLE = 5000  # rows whose nearest-neighbour cosine is measured when fitting duplicates
 QUERY_SEED_OFFSET = 1_000_003  # queries come from another stream than any base set
 SHARED = 256  # directions shared by every topic (of the offsets from a topic's mean)
@@ -320,15 +320,19 @@ def fit_topics(
 
 
 def _source() -> np.ndarray:
-    """The Reuters MiniLM vectors: the finished cache, or the chunks written so far."""
+    """The Reuters MiniLM vectors: the finished cache, or the chunks written so far (the
+    first ``MAGNETIC_SYNTHETIC_SOURCE`` rows when that is set, so runs can share one fit)."""
+    import os
+
+    limit = int(os.environ.get("MAGNETIC_SYNTHETIC_SOURCE", "0")) or None
     path = common.cache_dir() / "reuters_passages.npy"
     if path.exists():
-        return np.asarray(np.load(path, mmap_mode="r"), np.float32)
+        return np.asarray(np.load(path, mmap_mode="r")[:limit], np.float32)
     parts = sorted((common.cache_dir() / "reuters_parts").glob("*.npy"))
     if not parts:
         raise SystemExit(f"{path} is missing: run `python -m benchmarks.embed_cache` first")
     logger.warning("fitting to the %d Reuters chunks cached so far, not all 105K", len(parts))
-    return np.concatenate([np.load(p) for p in parts]).astype(np.float32)
+    return np.concatenate([np.load(p) for p in parts]).astype(np.float32)[:limit]
 
 
 _CACHE: dict[int, Mixture] = {}
