@@ -163,6 +163,7 @@ def stage_times(memory: MagneticMemory, queries: np.ndarray) -> dict[str, float]
     from magnetic_core._search.scorer import _kernels
     from magnetic_core._search.search import _budgets
 
+    memory.search(vector=queries[0], k=K)  # brings the scorer up to date
     index, scorer, kern = memory._index, memory._scorer, _kernels()
     if scorer is None or not scorer.usable:  # small stores are scored exactly, no stages
         return {}
