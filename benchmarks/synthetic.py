@@ -271,19 +271,12 @@ def fit_topics(
     k = max(1, n // per_component)
     km = faiss.Kmeans(d, k, niter=20, spherical=True, seed=seed, verbose=False)
     km.train(x)
-    _, assigned = km.index.search(x, 1)
-    labels = assigned[:, 0]
-    g = SHARED if shared is None else shared
-    counts = np.bincount(labels, minlength=k).astype(np.float64)
-    sums = np.zeros((k, d), np.float64)
-    np.add.at(sums, labels, x)
-    offsets = x - (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)[labels]
-    _, vecs = np.linalg.eigh((offsets.T @ offsets).astype(np.float64))
-    common_dirs = np.ascontiguousarray(vecs[:, ::-1][:, :g].T, np.float32)  # (g, d)
-    del offsets
-    shared_scales = np.zeros((k, g), np.float32)
-    weights = np.zeros(k, np.float64)
+    labels = km.index.search(x, 1)[1][:, 0]
+    common_dirs = _shared_directions(x, labels, k, SHARED if shared is None else shared)
+    g = len(common_dirs)
+    weights = np.bincount(labels, minlength=k).astype(np.float64)
     means = np.zeros((k, d), np.float32)
+    shared_scales = np.zeros((k, g), np.float32)
     bases = np.zeros((k, rank, d), np.float32)
     scales = np.zeros((k, rank), np.float32)
     rest = np.zeros(k, np.float32)
@@ -293,22 +286,13 @@ def fit_topics(
     bounds = np.append(starts, n)
     for c, lo, hi in zip(comps.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
         members = x[order[lo:hi]].astype(np.float64)
-        m = len(members)
-        weights[c] = m
         means[c] = members.mean(axis=0)
-        if m < 2:
+        if len(members) < 2:
             continue
         resid = members - members.mean(axis=0)
         along = resid @ common_dirs.T.astype(np.float64)
-        shared_scales[c] = np.sqrt((along**2).sum(axis=0) / (m - 1))
-        own = resid - along @ common_dirs.astype(np.float64)
-        _, sv, vt = np.linalg.svd(own, full_matrices=False)
-        var = sv**2 / (m - 1)  # variance along each principal direction
-        keep = min(rank, len(var))
-        bases[c, :keep] = vt[:keep]
-        scales[c, :keep] = np.sqrt(var[:keep])
-        # What the kept directions leave out, as isotropic noise of the same total variance.
-        rest[c] = math.sqrt(float(var[keep:].sum()) / d)
+        shared_scales[c] = np.sqrt((along**2).sum(axis=0) / (len(members) - 1))
+        bases[c], scales[c], rest[c] = _own_spectrum(resid - along @ common_dirs, rank)
         dist = np.linalg.norm(resid, axis=1)
         typical = math.sqrt(float((dist**2).mean()))
         if typical > 1e-9:  # a component of duplicates has no spread to learn from
@@ -317,6 +301,28 @@ def fit_topics(
     pooled = np.concatenate(ratios) if ratios else np.ones(1)
     spread = np.quantile(pooled, np.linspace(0.0, 1.0, 1001)).astype(np.float32)
     return Mixture(weights, means, bases, scales, rest, spread, common_dirs, shared_scales)
+
+
+def _shared_directions(x: np.ndarray, labels: np.ndarray, k: int, g: int) -> np.ndarray:
+    """(g, d) leading principal directions of every row's offset from its topic's mean."""
+    counts = np.bincount(labels, minlength=k).astype(np.float64)
+    sums = np.zeros((k, x.shape[1]), np.float64)
+    np.add.at(sums, labels, x)
+    offsets = x - (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)[labels]
+    _, vecs = np.linalg.eigh((offsets.T @ offsets).astype(np.float64))
+    return np.ascontiguousarray(vecs[:, ::-1][:, :g].T, np.float32)
+
+
+def _own_spectrum(own: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """A component's own ``rank`` principal directions and deviations (zero-padded), and
+    the deviation per coordinate of isotropic noise with the variance they leave out."""
+    m, d = own.shape
+    _, sv, vt = np.linalg.svd(own, full_matrices=False)
+    var = sv**2 / (m - 1)  # variance along each principal direction
+    keep = min(rank, len(var))
+    basis, dev = np.zeros((rank, d), np.float32), np.zeros(rank, np.float32)
+    basis[:keep], dev[:keep] = vt[:keep], np.sqrt(var[:keep])
+    return basis, dev, math.sqrt(float(var[keep:].sum()) / d)
 
 
 def _source() -> np.ndarray:
