@@ -523,7 +523,8 @@ def _table(result: dict[str, Any]) -> str:
     )
     head = (
         f"Recall@10 (tie-aware) at N = {result['n']}, {result['queries']} queries, real Reuters "
-        f"MiniLM vectors against `structured_vectors` (TAU {TAU}). Largest gap: faiss "
+        f"MiniLM vectors against `structured_vectors` (TAU {TAU}, fitted to "
+        f"{result['source_vectors']:,} Reuters vectors). Largest gap: faiss "
         f"{result['max_faiss_gap']:.4f}, MagneticMemory {result['max_engine_gap']:.4f}.\n\n"
     )
     return head + model + common.markdown_table(["measure", "real", "synthetic"], rows)
