@@ -503,7 +503,7 @@ def _table(result: dict[str, Any]) -> str:
     r_eng, s_eng = real["engine"]["recall_by_probe_cells"], syn["engine"]["recall_by_probe_cells"]
     default = real["engine"]["default_probe_cells"]
     for b in r_eng:
-        label = f"MagneticMemory probe_cells {b}" + (" (default)" if b == default else "")
+        label = f"MagneticMemory probe_cells {b}" + (" (default)" if str(b) == str(default) else "")
         rows.append([label, r_eng[b], s_eng[b]])
     rows.append(["groups formed", real["engine"]["groups"], syn["engine"]["groups"]])
     rows.append(
