@@ -1,8 +1,11 @@
 """Latency and recall against N: MagneticMemory vs numpy flat, Chroma, faiss IVF-Flat, hnswlib.
 
 Usage: ``python -m benchmarks.latency_recall [--sizes 10000,25000,100000]
-[--synthetic 250000,1000000] [--append]`` (``--append`` keeps the sizes of the results
-already written that this run does not measure, marked ``earlier_run``)
+[--synthetic 250000,1000000] [--append] [--name latency_recall] [--skip SYSTEMS]``
+(``--append`` keeps the sizes of the results already written that this run does not measure,
+marked ``earlier_run``; ``--name`` names the result files and plots; ``--skip`` leaves out
+``numpy-flat``, ``faiss-ivf-flat`` or ``magnetic+text``). The 1M run of issue 15:
+``--sizes 10000 --synthetic 250000,1000000 --hnsw-max 1000000 --name latency_1m``.
 
 Real N use cached all-MiniLM-L6-v2 vectors of the Reuters passages (run
 ``python -m benchmarks.embed_cache`` first; while it runs, the chunks written so far are used
@@ -112,6 +115,7 @@ def bench_magnetic(
     truth: np.ndarray,
     workdir: Path | None,
     batch: int,
+    skip: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """Persisted (or in-memory) ingest, cold open, and search latency/recall."""
     memory, seconds = build_magnetic(base, texts, workdir, batch)
@@ -135,9 +139,13 @@ def bench_magnetic(
 
     lat, found = time_queries(by_vector, queries.shape[0])
     rows = [system_row("magnetic", lat, found, truth, **extra)]
-    lat, found = time_queries(by_text, queries.shape[0])
-    rows.append(system_row("magnetic+text", lat, found, truth))
+    if "magnetic+text" not in skip:
+        lat, found = time_queries(by_text, queries.shape[0])
+        rows.append(system_row("magnetic+text", lat, found, truth))
     rows[0]["curve"] = budget_curve(memory, by_vector, queries.shape[0], truth)
+    stages = stage_times(memory, queries) if workdir is None else {}
+    if stages:  # in-memory (synthetic) sizes: where a query's time goes
+        rows[0]["stages_ms"] = stages
     memory.close()
     if workdir is not None:
         rows[0].update(cold_open("magnetic", workdir, queries[0]))
@@ -145,6 +153,49 @@ def bench_magnetic(
 
 
 BUDGETS = (1000, 2000, 3000, 4000, 6000, 8000, 12000, 16000, 24000)
+
+
+def stage_times(memory: MagneticMemory, queries: np.ndarray) -> dict[str, float]:
+    """Median ms of a default vector query's stages, run one by one on the engine's
+    internals: centroid scores (int8 codes of every centroid), group choice, the probed
+    sub-lists' coded scan with exact rerank, and the whole ``search`` call."""
+    from magnetic_core._search.exact import group_sizes
+    from magnetic_core._search.scorer import _kernels
+    from magnetic_core._search.search import _budgets
+
+    memory.search(vector=queries[0], k=K)  # brings the scorer up to date
+    index, scorer, kern = memory._index, memory._scorer, _kernels()
+    if scorer is None or not scorer.usable:  # small stores are scored exactly, no stages
+        return {}
+    times: dict[str, list[float]] = {k: [] for k in ("centroids", "groups", "cells", "search")}
+    for q in queries:
+        plan = memory._plan(
+            None,
+            q,
+            K,
+            None,
+            n_probe=None,
+            entity_boost=None,
+            lexical_weight=None,
+            context_weight=0.0,
+            session_weight=0.0,
+        )
+        budget, group_cells = _budgets(index, plan, True)
+        keep = max(plan.rerank, 4 * K)
+        t0 = time.perf_counter()
+        sims = scorer.centroid_scores(q)
+        t1 = time.perf_counter()
+        probe = np.sort(kern.probe_groups(sims, group_sizes(index), plan.n_probe, group_cells))
+        t2 = time.perf_counter()
+        scorer.probe(index, probe, q, budget, keep, K)
+        t3 = time.perf_counter()
+        memory.search(vector=q, k=K)
+        t4 = time.perf_counter()
+        for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            times[key].append(dt)
+    out = {k: round(1e3 * float(np.median(v)), 4) for k, v in times.items()}
+    out["groups_total"] = len(index.slot_groups)
+    return out
 
 
 def budget_curve(
@@ -343,24 +394,28 @@ def bench_size(
     flat_queries: int,
     batch: int,
     hnsw_max: int = 0,
+    skip: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """Every system at one N, in this process, on the same vectors and queries."""
     n = base.shape[0]
     print(f"N={n}: exact truth", flush=True)
     _, truth = exact_knn(base, queries, K, block=64)
-    lat, found = time_queries(lambda i: flat_search(base, queries[i]), flat_queries)
-    rows = [system_row("numpy-flat", lat, found, truth)]
+    rows = []
+    if "numpy-flat" not in skip:
+        lat, found = time_queries(lambda i: flat_search(base, queries[i]), flat_queries)
+        rows.append(system_row("numpy-flat", lat, found, truth))
     with tempfile.TemporaryDirectory(prefix="magbench-") as tmp:
         work = Path(tmp)
         print(f"N={n}: magnetic", flush=True)
         rows += bench_magnetic(
-            base, texts, queries, qtexts, truth, work / "mag" if persisted else None, batch
+            base, texts, queries, qtexts, truth, work / "mag" if persisted else None, batch, skip
         )
         if full:
             print(f"N={n}: chroma", flush=True)
             rows.append(bench_chroma(base, texts, queries, truth, work / "chroma", batch))
-    print(f"N={n}: faiss", flush=True)
-    rows.append(bench_faiss(base, queries, truth))
+    if "faiss-ivf-flat" not in skip:
+        print(f"N={n}: faiss", flush=True)
+        rows.append(bench_faiss(base, queries, truth))
     if full or n <= hnsw_max:
         print(f"N={n}: hnswlib", flush=True)
         match = next(r["recall_at_10"] for r in rows if r["system"] == "magnetic")
@@ -400,12 +455,13 @@ def reuters(n_max: int, n_queries: int, smoke: bool) -> tuple[np.ndarray, list[s
 
 
 def synthetic(
-    n: int, n_queries: int, dim: int, structured: bool = True
+    n: int, n_queries: int, dim: int, structured: bool = True, smallest: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """``n`` synthetic unit vectors and ``n_queries`` queries drawn alike, and their name.
 
     From :mod:`benchmarks.synthetic` (a mixture fitted to the Reuters MiniLM vectors) when
-    it is there (and ``structured``: smoke runs have no Reuters vectors to fit it to);
+    it is there (and ``structured``: smoke runs have no Reuters vectors to fit it to); its
+    queries near-duplicate rows of the first ``smallest`` (every base is a prefix of these);
     otherwise clustered vectors, about 200 per cluster, whose noise has norm 1
     and a decaying spectrum (far less like real embeddings: use it only as a fallback).
     """
@@ -418,7 +474,8 @@ def synthetic(
         vecs, _ = clustered_data(n + n_queries, dim, n_clusters, spread=1.0, decay=1.0, seed=7)
         return vecs[n_queries:], vecs[:n_queries], "synthetic-clustered"
     base = mixture.structured_vectors(n)
-    return base, mixture.queries(n_queries), "synthetic-structured"
+    q = mixture.queries(n_queries, base=base[: smallest or n])
+    return base, q, "synthetic-structured"
 
 
 _FIRST_QUERY = """
@@ -480,8 +537,10 @@ def write(
     args: argparse.Namespace,
     embedding: dict[str, Any],
     compile_times: dict[str, float],
+    name: str = "latency_recall",
 ) -> None:
-    """JSON, markdown table and the latency-vs-N plot."""
+    """JSON, markdown table and the plots (``<name>.json/.md``; plots ``latency_vs_n.png``
+    and ``latency_tradeoff.png``, prefixed ``<name>_`` under another name)."""
     headers = [
         "N",
         "data",
@@ -515,15 +574,28 @@ def write(
     table = common.markdown_table(headers, rows)
     ratio_rows = [[res["n"], json.dumps(res["ratios"])] for res in results]
     table += "\nRatios (same run):\n\n" + common.markdown_table(["N", "ratios"], ratio_rows)
-    table += (
-        f"\nEmbedding ({embedding['embedder']}, batched): {embedding['passages_per_s']} "
-        "passages/s; it bounds end-to-end ingest, so the ingest rates above use cached vectors.\n"
-    )
+    if embedding:
+        table += (
+            f"\nEmbedding ({embedding['embedder']}, batched): {embedding['passages_per_s']} "
+            "passages/s; it bounds end-to-end ingest, so the ingest rates above use cached "
+            "vectors.\n"
+        )
+    stage_rows = [
+        [res["n"], res["data"], json.dumps(r["stages_ms"])]
+        for res in results
+        for r in res["systems"]
+        if "stages_ms" in r
+    ]
+    if stage_rows:
+        table += "\nWhere a default query's time goes (median ms per stage, in memory):\n\n"
+        table += common.markdown_table(["N", "data", "stages"], stage_rows)
     if compile_times:
         table += (
             "\nFresh process, 6000 cells (import; first query, which builds the scorer and loads"
             f" or compiles every kernel): {json.dumps(compile_times)}\n"
         )
+    growth = p50_growth(results)
+    table += "\nMagneticMemory p50 over its p50 at the smallest N: " + json.dumps(growth) + "\n"
     curve_rows = [
         [res["n"], r["system"], c.get("probe_cells", c.get("ef")), c["p50_ms"], c["recall_at_10"]]
         for res in results
@@ -534,18 +606,34 @@ def write(
     table += common.markdown_table(["N", "system", "knob", "p50 ms", "recall@10"], curve_rows)
     common.write_results(
         out,
-        "latency_recall",
+        name,
         {
             "args": vars(args),
             "embedding": embedding,
             "first_query": compile_times,
+            "magnetic_p50_over_smallest_n": growth,
             "results": results,
         },
         table,
         "Latency and recall against N",
     )
-    plot(out / "latency_vs_n.png", results)
-    plot_tradeoff(out / "latency_tradeoff.png", results)
+    prefix = "" if name == "latency_recall" else f"{name}_"
+    plot(out / f"{prefix}latency_vs_n.png", results)
+    plot_tradeoff(out / f"{prefix}latency_tradeoff.png", results)
+
+
+def p50_growth(results: list[dict[str, Any]]) -> dict[int, float]:
+    """MagneticMemory's p50 at each N over its p50 at the smallest N (the flatness target)."""
+    p50 = {
+        res["n"]: r["p50_ms"]
+        for res in results
+        for r in res["systems"]
+        if r["system"] == "magnetic"
+    }
+    if not p50:
+        return {}
+    first = p50[min(p50)]
+    return {n: round(v / first, 3) for n, v in sorted(p50.items())}
 
 
 def plot_tradeoff(path: Path, results: list[dict[str, Any]]) -> None:
@@ -635,13 +723,18 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="keep the sizes of the existing results this run does not measure (one table)",
     )
+    ap.add_argument("--name", default="latency_recall", help="result file name (no suffix)")
+    ap.add_argument(
+        "--skip", default="", help="systems left out: numpy-flat, faiss-ivf-flat, magnetic+text"
+    )
     args = ap.parse_args(argv)
+    skip = frozenset(s for s in args.skip.split(",") if s)
     if args.smoke:
         args.sizes, args.synthetic, args.queries, args.batch = "200,300", "600", 20, 100
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    vecs, texts, _ = reuters(max(sizes), args.queries, args.smoke)
+    vecs, texts, _ = reuters(max(sizes, default=0), args.queries, args.smoke)
     queries, qtexts = vecs[: args.queries], texts[: args.queries]
-    embedding = embedding_rate(texts[args.queries :], args.smoke)
+    embedding = embedding_rate(texts[args.queries :], args.smoke) if sizes else {}
     results = []
     for n in sizes:
         if args.queries + n > len(vecs):
@@ -657,12 +750,17 @@ def main(argv: list[str] | None = None) -> None:
             full=True,
             flat_queries=args.queries,
             batch=args.batch,
+            skip=skip,
         )
         results.append({"data": "reuters-minilm", **res})
     synthetic_sizes = [int(s) for s in args.synthetic.split(",") if s]
     if synthetic_sizes:
         biggest, squeries, data = synthetic(
-            max(synthetic_sizes), args.queries, vecs.shape[1], structured=not args.smoke
+            max(synthetic_sizes),
+            args.queries,
+            vecs.shape[1],
+            structured=not args.smoke,
+            smallest=min(synthetic_sizes),
         )
         for n in synthetic_sizes:
             base = biggest[:n]
@@ -676,12 +774,13 @@ def main(argv: list[str] | None = None) -> None:
                 flat_queries=min(args.queries, 100),
                 batch=10_000,
                 hnsw_max=args.hnsw_max,
+                skip=skip,
             )
             results.append({"data": data, **res})
     compile_times = {} if args.smoke else first_query()
     if args.append:
-        results = merged(args.out / "latency_recall.json", results)
-    write(args.out, results, args, embedding, compile_times)
+        results = merged(args.out / f"{args.name}.json", results)
+    write(args.out, results, args, embedding, compile_times, args.name)
 
 
 def merged(previous: Path, results: list[dict[str, Any]]) -> list[dict[str, Any]]:

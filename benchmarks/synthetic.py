@@ -6,20 +6,40 @@ Usage (the comparison at 100K against the real vectors, written to ``benchmarks/
 In a benchmark::
 
     from benchmarks.synthetic import queries, structured_vectors
-    base = structured_vectors(1_000_000)     # (1M, 384) float32 unit rows
-    q = queries(300)                          # drawn from the same mixture, other seed
+    base = structured_vectors(1_000_000)        # (1M, 384) float32 unit rows
+    q = queries(300, base=base[:250_000])       # held out like real queries (see below)
 
-The real vectors are split into many components by spherical k-means (about 100 passages
-each). Each component is kept as a Gaussian: its mean, its leading principal directions with
-their variances (the component's own spectrum), and one variance for the rest of the space.
-A synthetic vector picks a component with the real data's proportions, draws from that
-Gaussian and is scaled to unit length. So topics, their sizes, how tightly each is packed and
-along which directions its passages differ all come from the data; only the passages are new.
-Isotropic clusters (``magnetic_core.eval.clustered_data``) have none of this and are far
-harder for every index (recall 0.53 at 1M), which says nothing about real embeddings.
+Two layers, both fitted to the data; no real vector is copied into a set.
+
+Topics. The real vectors are split into many components by spherical k-means (about 100
+passages each). Each component is kept as a Gaussian: its mean; its variance along the
+directions in which passages of every topic differ from their topic's mean (``SHARED``
+directions from one PCA of all those offsets, each component with its own variances
+along them); its own leading principal directions of what is left, with their variances;
+and one variance for the rest of the space. A draw picks a component with the real data's
+proportions, draws from that Gaussian and is scaled to unit length. The shared directions
+matter: fitted per component alone (about 100 passages each), the directions are mostly
+that sample's noise, so draws stray from their topic only in directions where nothing
+else lies, and every neighbour of a draw sits in its own topic: an IVF index finds them
+all in a few lists (faiss IVF recall 0.98 at nprobe 16 against 0.90 on the real vectors).
+Real passages that stray from a topic stray towards other topics. Isotropic clusters
+(``magnetic_core.eval.clustered_data``) have none of this and are far harder for every
+index (recall 0.53 at 1M), which says nothing about real embeddings.
+
+Near-duplicates. Reuters repeats itself (a story filed twice, a correction, a boilerplate
+paragraph), so a passage's nearest neighbour is often far closer than a smooth density
+puts it: median nearest-neighbour cosine 0.75 real, 0.58 for the topics alone. So a share
+of the rows are drawn as perturbations of an earlier row of the set: the child keeps its
+parent's direction up to a drawn cosine and leans towards another draw of the parent's
+topic. Share and cosines come from the real nearest-neighbour cosines: below the topic
+model's median, the real distribution is the topic model's scaled by the share of rows
+without a near-duplicate (that gives the share), and what the real distribution has above
+it beyond the topic model's is the near-duplicates' cosine distribution. Queries are held
+out like the real ones, which are passages of the same collection: the same share of them
+are perturbations of base rows (pass ``base``).
 
 The fitted model is cached beside the vectors (``~/.cache/magnetic-bench``), keyed by the
-number of source vectors, so every benchmark draws the same sets.
+number of source vectors and the settings, so every benchmark draws the same sets.
 """
 
 from __future__ import annotations
@@ -28,7 +48,7 @@ import argparse
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,18 +62,21 @@ logger = logging.getLogger(__name__)
 
 DIM = 384
 PER_COMPONENT = 100  # source passages per mixture component, on average
-RANK = 48  # principal directions kept per component (fewer when it has fewer members)
-# Every draw's distance from its component's mean is scaled by TAU. A Gaussian fitted to a
-# component is tidier than the passages it came from (they trail off towards neighbouring
-# topics), so at TAU 1 every index finds neighbours too easily; TAU is the one number chosen
-# by comparison (faiss IVF recall against nprobe at 100K, see compare()), nothing else is.
-TAU = 1.3
+RANK = 8  # own principal directions kept per component, beyond the shared ones
+# Every topic draw's distance from its component's mean is scaled by TAU. A Gaussian fitted
+# to a component is tidier than the passages it came from (they trail off towards
+# neighbouring topics); TAU is the one number chosen by comparison (faiss IVF recall against
+# nprobe at 100K, see compare()), nothing else is.
+TAU = 1.2
+NN_SAMPLE = 5000  # rows whose nearest-neighbour cosine is measured when fitting duplicates
 QUERY_SEED_OFFSET = 1_000_003  # queries come from another stream than any base set
+SHARED = 256  # directions shared by every topic (of the offsets from a topic's mean)
+MODEL_VERSION = 2  # bump when the fit changes, so cached models are refitted
 
 
 @dataclass(frozen=True)
 class Mixture:
-    """A Gaussian mixture with per-component low-rank covariance plus isotropic rest.
+    """Topics (a Gaussian mixture, low-rank covariance plus isotropic rest) and duplicates.
 
     Attributes:
         weights: (K,) component probabilities.
@@ -61,10 +84,16 @@ class Mixture:
         bases: (K, r, d) orthonormal principal directions of each component.
         scales: (K, r) standard deviation along each direction (0 past a component's rank).
         rest: (K,) standard deviation per coordinate of what the directions leave out.
+        shared: (g, d) orthonormal directions shared by every component.
+        shared_scales: (K, g) each component's standard deviation along them.
         spread: (Q,) quantiles of how far a member lies from its component's mean, relative
             to the component's typical distance (pooled over components): each draw is
             scaled by one of them, so distances to the topic vary as in the data (a
             Gaussian in 384-d puts every draw at almost the same distance).
+        dup_share: share of a set's rows drawn as perturbations of an earlier row.
+        query_share: share of queries drawn as perturbations of a base row (the share of
+            rows that have a near-duplicate at all: children and the roots they copy).
+        dup_cosines: (Q,) quantiles of the cosine between a perturbation and its parent.
     """
 
     weights: np.ndarray
@@ -73,17 +102,59 @@ class Mixture:
     scales: np.ndarray
     rest: np.ndarray
     spread: np.ndarray
+    shared: np.ndarray = field(default_factory=lambda: np.zeros((0, DIM), np.float32))
+    shared_scales: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    dup_share: float = 0.0
+    query_share: float = 0.0
+    dup_cosines: np.ndarray = field(default_factory=lambda: np.ones(1, np.float32))
 
-    def sample(self, n: int, seed: int = 0, tau: float = 1.0, block: int = 65536) -> np.ndarray:
+    def sample(self, n: int, seed: int = 0, tau: float = 1.0) -> np.ndarray:
         """``n`` unit rows (float32), reproducible for a given ``seed``.
 
-        ``tau`` scales every draw's distance from its component's mean.
+        ``tau`` scales every topic draw's distance from its component's mean. A row is a
+        child with probability ``dup_share``; its parent is drawn uniformly from the roots
+        before it, so every prefix of a set is itself a draw of the same process.
         """
         rng = np.random.default_rng(seed)
         labels = rng.choice(len(self.weights), size=n, p=self.weights)
-        out = np.empty((n, self.means.shape[1]), np.float32)
-        for start in range(0, n, block):
-            end = min(start + block, n)
+        child = rng.random(n) < self.dup_share
+        child[:1] = False
+        roots, kids = np.flatnonzero(~child), np.flatnonzero(child)
+        before = np.searchsorted(roots, kids)  # roots earlier than each child (row 0 is one)
+        parents = roots[(rng.random(len(kids)) * before).astype(np.int64)]
+        labels[kids] = labels[parents]
+        out = self._topics(labels, rng, tau)
+        for start in range(0, len(kids), 65536):
+            k, p = kids[start : start + 65536], parents[start : start + 65536]
+            out[k] = self._perturb(out[p], out[k], rng)
+        return out
+
+    def sample_queries(self, n: int, seed: int, tau: float, base: np.ndarray | None) -> np.ndarray:
+        """``n`` queries: topic draws, a ``query_share`` of them replaced by perturbations
+        of uniformly drawn rows of ``base`` (none without a base)."""
+        rng = np.random.default_rng(seed)
+        out = self._topics(rng.choice(len(self.weights), size=n, p=self.weights), rng, tau)
+        if base is not None and len(base):
+            dup = np.flatnonzero(rng.random(n) < self.query_share)
+            parents = np.asarray(base[np.sort(rng.integers(len(base), size=len(dup)))])
+            out[dup] = self._perturb(parents.astype(np.float32), out[dup], rng)
+        return out
+
+    def _perturb(self, parents: np.ndarray, towards: np.ndarray, rng: np.random.Generator):
+        """Unit rows at a drawn cosine from ``parents``, turned towards ``towards``."""
+        cos = np.interp(
+            rng.random(len(parents)), np.linspace(0, 1, len(self.dup_cosines)), self.dup_cosines
+        ).astype(np.float32)[:, None]
+        away = towards - np.sum(towards * parents, axis=1, keepdims=True) * parents
+        away /= np.maximum(np.linalg.norm(away, axis=1, keepdims=True), 1e-12)
+        return cos * parents + np.sqrt(np.maximum(1.0 - cos * cos, 0.0)) * away
+
+    def _topics(
+        self, labels: np.ndarray, rng: np.random.Generator, tau: float, block: int = 65536
+    ) -> np.ndarray:
+        out = np.empty((len(labels), self.means.shape[1]), np.float32)
+        for start in range(0, len(labels), block):
+            end = min(start + block, len(labels))
             self._fill(labels[start:end], rng, out[start:end], tau)
         out /= np.linalg.norm(out, axis=1, keepdims=True)
         return out
@@ -102,6 +173,9 @@ class Mixture:
             rows = order[lo:hi]
             z = rng.standard_normal((len(rows), r), dtype=np.float32) * self.scales[c]
             out[rows] += z @ self.bases[c]
+        if len(self.shared):
+            z = rng.standard_normal((len(labels), len(self.shared)), dtype=np.float32)
+            out += (z * self.shared_scales[labels]) @ self.shared
         q = self.spread
         factor = np.interp(rng.random(len(labels)), np.linspace(0.0, 1.0, len(q)), q)
         out *= (tau * factor).astype(np.float32)[:, None]
@@ -109,22 +183,87 @@ class Mixture:
 
     def save(self, path: Path) -> None:
         tmp = path.with_suffix(".tmp.npz")
-        np.savez(
-            tmp,
-            weights=self.weights,
-            means=self.means,
-            bases=self.bases,
-            scales=self.scales,
-            rest=self.rest,
-            spread=self.spread,
-        )
+        np.savez(tmp, **{f.name: getattr(self, f.name) for f in fields(self)})
         tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Mixture:
+        with np.load(path) as f:
+            got = {k: f[k] for k in f.files}
+        return cls(
+            **{
+                **got,
+                "dup_share": float(got["dup_share"]),
+                "query_share": float(got["query_share"]),
+            }
+        )
+
+
+def nn_cosines(x: np.ndarray, sample: int = NN_SAMPLE, seed: int = 0) -> np.ndarray:
+    """Cosine of ``sample`` random rows of ``x`` with their nearest other row (exact)."""
+    import faiss
+
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    rows = np.sort(np.random.default_rng(seed).choice(len(x), min(sample, len(x)), replace=False))
+    index = faiss.IndexFlatIP(x.shape[1])
+    index.add(x)
+    sims, idx = index.search(x[rows], 2)
+    # The row itself comes first unless an exact duplicate ties with it; skip the row only.
+    return np.where(idx[:, 0] == rows, sims[:, 1], sims[:, 0])
+
+
+def fit_duplicates(model: Mixture, vectors: np.ndarray, tau: float, seed: int = 0) -> Mixture:
+    """Near-duplicates fitted to the real nearest-neighbour cosines.
+
+    For a share ``q`` of rows having one, the near-duplicates' cosines are those of the
+    ``q`` real rows closest to their nearest neighbours (see :func:`_with_share`). ``q`` is
+    found by bisection: drawn sets then have as many rows as the real one whose nearest
+    neighbour is closer than the topics alone give (their 95th percentile).
+    """
+    n = len(vectors)
+    real = np.sort(nn_cosines(vectors, seed=seed))
+    close = float(np.quantile(nn_cosines(model.sample(n, seed + 1, tau), seed=seed), 0.95))
+    target = float(np.mean(real > close))
+    lo, hi = 0.0, 0.95
+    for _ in range(7):
+        q = (lo + hi) / 2
+        drawn = nn_cosines(_with_share(model, real, q).sample(n, seed + 2, tau), seed=seed)
+        lo, hi = (q, hi) if np.mean(drawn > close) < target else (lo, q)
+    q = (lo + hi) / 2
+    logger.info("near-duplicates: %.3f of rows (%.3f closer than %.3f)", q, target, close)
+    return _with_share(model, real, q)
+
+
+def _with_share(model: Mixture, real: np.ndarray, q: float) -> Mixture:
+    """``model`` with a share ``q`` of rows having a near-duplicate, at the cosines of the
+    closest ``q`` of the real rows to their nearest neighbours (``real``, sorted)."""
+    if q <= 0.0:
+        return replace(model, dup_share=0.0, query_share=0.0)
+    top = real[int((1.0 - q) * len(real)) :]
+    cosines = np.quantile(top, np.linspace(0.0, 1.0, 1001)).astype(np.float32)
+    # Children pick roots uniformly from those before them, so a share p of the roots gets
+    # a child: rows with a near-duplicate are p + (1 - p) p = q of all.
+    share = 1.0 - math.sqrt(1.0 - q)
+    return replace(model, dup_share=share, query_share=q, dup_cosines=cosines)
 
 
 def fit_mixture(
-    vectors: np.ndarray, per_component: int = PER_COMPONENT, rank: int = RANK, seed: int = 0
+    vectors: np.ndarray,
+    per_component: int = PER_COMPONENT,
+    rank: int = RANK,
+    seed: int = 0,
+    tau: float = TAU,
 ) -> Mixture:
-    """Fit the mixture to real unit vectors (spherical k-means, then one PCA per component)."""
+    """Fit the topics to real unit vectors, then the near-duplicates drawn at ``tau``."""
+    return fit_duplicates(fit_topics(vectors, per_component, rank, seed), vectors, tau, seed)
+
+
+def fit_topics(
+    vectors: np.ndarray, per_component: int, rank: int, seed: int, shared: int | None = None
+) -> Mixture:
+    """The topics alone: spherical k-means, the directions in which members of every topic
+    differ (one PCA of all members' offsets from their means), then one PCA per component
+    of what those leave."""
     import faiss
 
     x = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -132,10 +271,12 @@ def fit_mixture(
     k = max(1, n // per_component)
     km = faiss.Kmeans(d, k, niter=20, spherical=True, seed=seed, verbose=False)
     km.train(x)
-    _, assigned = km.index.search(x, 1)
-    labels = assigned[:, 0]
-    weights = np.zeros(k, np.float64)
+    labels = km.index.search(x, 1)[1][:, 0]
+    common_dirs = _shared_directions(x, labels, k, SHARED if shared is None else shared)
+    g = len(common_dirs)
+    weights = np.bincount(labels, minlength=k).astype(np.float64)
     means = np.zeros((k, d), np.float32)
+    shared_scales = np.zeros((k, g), np.float32)
     bases = np.zeros((k, rank, d), np.float32)
     scales = np.zeros((k, rank), np.float32)
     rest = np.zeros(k, np.float32)
@@ -145,19 +286,13 @@ def fit_mixture(
     bounds = np.append(starts, n)
     for c, lo, hi in zip(comps.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
         members = x[order[lo:hi]].astype(np.float64)
-        m = len(members)
-        weights[c] = m
         means[c] = members.mean(axis=0)
-        if m < 2:
+        if len(members) < 2:
             continue
         resid = members - members.mean(axis=0)
-        _, sv, vt = np.linalg.svd(resid, full_matrices=False)
-        var = sv**2 / (m - 1)  # variance along each principal direction
-        keep = min(rank, len(var))
-        bases[c, :keep] = vt[:keep]
-        scales[c, :keep] = np.sqrt(var[:keep])
-        # What the kept directions leave out, spread over the remaining coordinates.
-        rest[c] = math.sqrt(float(var[keep:].sum()) / max(d - keep, 1))
+        along = resid @ common_dirs.T.astype(np.float64)
+        shared_scales[c] = np.sqrt((along**2).sum(axis=0) / (len(members) - 1))
+        bases[c], scales[c], rest[c] = _own_spectrum(resid - along @ common_dirs, rank)
         dist = np.linalg.norm(resid, axis=1)
         typical = math.sqrt(float((dist**2).mean()))
         if typical > 1e-9:  # a component of duplicates has no spread to learn from
@@ -165,41 +300,62 @@ def fit_mixture(
     weights /= weights.sum()
     pooled = np.concatenate(ratios) if ratios else np.ones(1)
     spread = np.quantile(pooled, np.linspace(0.0, 1.0, 1001)).astype(np.float32)
-    return Mixture(weights, means, bases, scales, rest, spread)
+    return Mixture(weights, means, bases, scales, rest, spread, common_dirs, shared_scales)
+
+
+def _shared_directions(x: np.ndarray, labels: np.ndarray, k: int, g: int) -> np.ndarray:
+    """(g, d) leading principal directions of every row's offset from its topic's mean."""
+    counts = np.bincount(labels, minlength=k).astype(np.float64)
+    sums = np.zeros((k, x.shape[1]), np.float64)
+    np.add.at(sums, labels, x)
+    offsets = x - (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)[labels]
+    _, vecs = np.linalg.eigh((offsets.T @ offsets).astype(np.float64))
+    return np.ascontiguousarray(vecs[:, ::-1][:, :g].T, np.float32)
+
+
+def _own_spectrum(own: np.ndarray, rank: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """A component's own ``rank`` principal directions and deviations (zero-padded), and
+    the deviation per coordinate of isotropic noise with the variance they leave out."""
+    m, d = own.shape
+    _, sv, vt = np.linalg.svd(own, full_matrices=False)
+    var = sv**2 / (m - 1)  # variance along each principal direction
+    keep = min(rank, len(var))
+    basis, dev = np.zeros((rank, d), np.float32), np.zeros(rank, np.float32)
+    basis[:keep], dev[:keep] = vt[:keep], np.sqrt(var[:keep])
+    return basis, dev, math.sqrt(float(var[keep:].sum()) / d)
 
 
 def _source() -> np.ndarray:
-    """The Reuters MiniLM vectors: the finished cache, or the chunks written so far."""
+    """The Reuters MiniLM vectors: the finished cache, or the chunks written so far (the
+    first ``MAGNETIC_SYNTHETIC_SOURCE`` rows when that is set, so runs can share one fit)."""
+    import os
+
+    limit = int(os.environ.get("MAGNETIC_SYNTHETIC_SOURCE", "0")) or None
     path = common.cache_dir() / "reuters_passages.npy"
     if path.exists():
-        return np.asarray(np.load(path, mmap_mode="r"), np.float32)
+        return np.asarray(np.load(path, mmap_mode="r")[:limit], np.float32)
     parts = sorted((common.cache_dir() / "reuters_parts").glob("*.npy"))
     if not parts:
         raise SystemExit(f"{path} is missing: run `python -m benchmarks.embed_cache` first")
     logger.warning("fitting to the %d Reuters chunks cached so far, not all 105K", len(parts))
-    return np.concatenate([np.load(p) for p in parts]).astype(np.float32)
+    return np.concatenate([np.load(p) for p in parts]).astype(np.float32)[:limit]
 
 
 _CACHE: dict[int, Mixture] = {}
 
 
-def load_mixture() -> Mixture:
-    """The mixture fitted to the cached Reuters vectors (fitted once, then read from disk)."""
-    source = _source()
+def load_mixture(source: np.ndarray | None = None) -> Mixture:
+    """The mixture fitted to the cached Reuters vectors (fitted once, then read from disk);
+    to ``source`` instead when given (smoke runs)."""
+    source = _source() if source is None else source
     n = len(source)
     if n in _CACHE:
         return _CACHE[n]
-    path = common.cache_dir() / f"synthetic_mixture_{n}_{PER_COMPONENT}_{RANK}.npz"
+    settings = f"{n}_{PER_COMPONENT}_{SHARED}_{RANK}_{TAU}"
+    name = f"synthetic_mixture_v{MODEL_VERSION}_{settings}.npz"
+    path = common.cache_dir() / name
     if path.exists():
-        with np.load(path) as f:
-            model = Mixture(
-                f["weights"],
-                f["means"],
-                f["bases"],
-                f["scales"],
-                f["rest"],
-                f["spread"],
-            )
+        model = Mixture.load(path)
     else:
         t0 = time.perf_counter()
         model = fit_mixture(source)
@@ -219,9 +375,13 @@ def structured_vectors(n: int, seed: int = 0) -> np.ndarray:
     return load_mixture().sample(n, seed, TAU)
 
 
-def queries(n: int, seed: int = 0) -> np.ndarray:
-    """``n`` query vectors from the same mixture, independent of every base set's rows."""
-    return load_mixture().sample(n, seed + QUERY_SEED_OFFSET, TAU)
+def queries(n: int, seed: int = 0, base: np.ndarray | None = None) -> np.ndarray:
+    """``n`` query vectors from the same mixture, drawn apart from every base set's rows.
+
+    With ``base`` (the rows every base set the queries meet starts with), a share of them
+    are near-duplicates of base rows, as held-out real passages are.
+    """
+    return load_mixture().sample_queries(n, seed + QUERY_SEED_OFFSET, TAU, base)
 
 
 # -- the comparison at 100K ------------------------------------------------------------------
@@ -256,13 +416,14 @@ def engine_curve(
     """MagneticMemory at defaults (in memory): recall@10 at its default and other probe budgets."""
     from dataclasses import replace
 
+    from magnetic_core._search.search import probe_budget
     from magnetic_core.eval import recall_at_k_tie_aware
 
     memory = common.unpersisted(common.in_memory(common.VectorsOnly("minilm", base.shape[1])))
     ids = [f"c{i}" for i in range(len(base))]
     common.add_in_batches(memory, [""] * len(base), base, 5000, ids)
     stats = memory.stats()
-    default = memory.config.probe_cells
+    default = memory.config.probe_cells or probe_budget(len(base))
     curve = {}
     for budget in sorted({*budgets, default}):
         memory.config = replace(memory.config, probe_cells=budget)
@@ -277,26 +438,37 @@ def engine_curve(
     }
 
 
-def _real(n: int, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+def _real(vecs: np.ndarray, n: int, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
     """The latency benchmark's split: seeded shuffle, queries held out first, then the base."""
-    vecs = _source()
     perm = np.random.default_rng(42).permutation(len(vecs))
     vecs = np.asarray(vecs[perm], np.float32)
     return vecs[n_queries : n_queries + n], vecs[:n_queries]
 
 
-def compare(n: int, n_queries: int) -> dict[str, Any]:
+def compare(n: int, n_queries: int, source: np.ndarray | None = None) -> dict[str, Any]:
     """Real against synthetic at ``n``: faiss IVF and engine recall curves side by side."""
     from magnetic_core.eval import exact_knn
 
     probes = (1, 2, 4, 8, 16, 32, 64)
-    budgets = (2000, 4000, 8000)
-    real = _real(n, n_queries)
+    budgets = (1000, 2000, 3000, 4000, 6000, 8000)
+    source = _source() if source is None else source
+    model = load_mixture(source)
+    real = _real(source, n, n_queries)
     if len(real[0]) < n:
         logger.warning("only %d real vectors beside the queries: comparing at that N", len(real[0]))
         n = len(real[0])
-    out: dict[str, Any] = {"n": n, "queries": n_queries, "source_vectors": len(_source())}
-    sets = {"real": real, "synthetic": (structured_vectors(n), queries(n_queries))}
+    out: dict[str, Any] = {"n": n, "queries": n_queries, "source_vectors": len(source)}
+    out["model"] = {
+        "components": len(model.weights),
+        "dup_share": round(model.dup_share, 4),
+        "query_share": round(model.query_share, 4),
+        "dup_cosine_quartiles": [
+            round(float(v), 4) for v in np.quantile(model.dup_cosines, [0.25, 0.5, 0.75])
+        ],
+    }
+    syn = model.sample(n, 0, TAU)
+    q_syn = model.sample_queries(n_queries, QUERY_SEED_OFFSET, TAU, syn)
+    sets = {"real": real, "synthetic": (syn, q_syn)}
     for name, (base, q) in sets.items():
         truth = exact_knn(base, q, 10)[1]
         t0 = time.perf_counter()
@@ -304,6 +476,9 @@ def compare(n: int, n_queries: int) -> dict[str, Any]:
             "faiss_recall_by_nprobe": faiss_curve(base, q, truth, probes),
             "engine": engine_curve(base, q, truth, budgets),
             "nn_similarity_p50": round(float(np.median(truth[:, 0])), 4),
+            "base_nn_similarity_quartiles": [
+                round(float(v), 4) for v in np.quantile(nn_cosines(base), [0.25, 0.5, 0.75])
+            ],
         }
         logger.info("%s done in %.0f s", name, time.perf_counter() - t0)
     real, syn = out["real"], out["synthetic"]
@@ -328,18 +503,31 @@ def _table(result: dict[str, Any]) -> str:
     r_eng, s_eng = real["engine"]["recall_by_probe_cells"], syn["engine"]["recall_by_probe_cells"]
     default = real["engine"]["default_probe_cells"]
     for b in r_eng:
-        label = f"MagneticMemory probe_cells {b}" + (" (default)" if b == default else "")
+        label = f"MagneticMemory probe_cells {b}" + (" (default)" if str(b) == str(default) else "")
         rows.append([label, r_eng[b], s_eng[b]])
     rows.append(["groups formed", real["engine"]["groups"], syn["engine"]["groups"]])
     rows.append(
-        ["median nearest-neighbour cosine", real["nn_similarity_p50"], syn["nn_similarity_p50"]]
+        [
+            "queries: median nearest-neighbour cosine",
+            real["nn_similarity_p50"],
+            syn["nn_similarity_p50"],
+        ]
+    )
+    key = "base_nn_similarity_quartiles"
+    rows.append(["base rows: nearest-neighbour cosine quartiles", real[key], syn[key]])
+    m = result["model"]
+    model = (
+        f"Model: {m['components']} topics; {m['dup_share']:.1%} of rows drawn as near-duplicates "
+        f"of earlier ones ({m['query_share']:.1%} of queries), child-parent cosine quartiles "
+        f"{m['dup_cosine_quartiles']}.\n\n"
     )
     head = (
         f"Recall@10 (tie-aware) at N = {result['n']}, {result['queries']} queries, real Reuters "
-        f"MiniLM vectors against `structured_vectors` (TAU {TAU}). Largest gap: faiss "
+        f"MiniLM vectors against `structured_vectors` (TAU {TAU}, fitted to "
+        f"{result['source_vectors']:,} Reuters vectors). Largest gap: faiss "
         f"{result['max_faiss_gap']:.4f}, MagneticMemory {result['max_engine_gap']:.4f}.\n\n"
     )
-    return head + common.markdown_table(["measure", "real", "synthetic"], rows)
+    return head + model + common.markdown_table(["measure", "real", "synthetic"], rows)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -347,13 +535,27 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--out", type=Path, default=common.RESULTS)
+    ap.add_argument("--smoke", action="store_true", help="clustered stand-in source, 600 rows")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    result = compare(args.n, args.queries)
+    source = None
+    if args.smoke:  # no Reuters vectors in CI: a clustered stand-in is fitted instead
+        from magnetic_core.eval import clustered_data
+
+        source = clustered_data(1200, DIM, 12, spread=0.8, decay=1.5, seed=5)[0]
+        args.n, args.queries = 600, 20
+    result = compare(args.n, args.queries, source)
     common.write_results(
-        common.RESULTS,
+        args.out,
         "synthetic",
-        {"tau": TAU, "per_component": PER_COMPONENT, "rank": RANK, **result},
+        {
+            "tau": TAU,
+            "per_component": PER_COMPONENT,
+            "shared": SHARED,
+            "rank": RANK,
+            **result,
+        },
         _table(result),
         "Structured synthetic vectors against the real ones",
     )

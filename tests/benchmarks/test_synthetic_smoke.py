@@ -1,0 +1,88 @@
+"""The structured synthetic set: its fit, its draws, and the comparison script end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("faiss")
+
+from benchmarks import synthetic  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    # Smoke runs never read or write the real embedding cache.
+    monkeypatch.setenv("MAGNETIC_BENCH_CACHE", str(tmp_path / "cache"))
+
+
+def _with_duplicates(n_plain: int, n_dups: int, cosine: float, seed: int) -> np.ndarray:
+    """Topics (20 means, isotropic noise: nearest neighbours at cosine 0.5-0.7) plus
+    ``n_dups`` near-copies of random rows at ``cosine``, all unit rows."""
+    rng = np.random.default_rng(seed)
+    means = rng.standard_normal((20, synthetic.DIM))
+    means /= np.linalg.norm(means, axis=1, keepdims=True)
+    plain = means[rng.integers(20, size=n_plain)] + 0.05 * rng.standard_normal(
+        (n_plain, synthetic.DIM)
+    )
+    plain /= np.linalg.norm(plain, axis=1, keepdims=True)
+    parents = plain[rng.integers(n_plain, size=n_dups)]
+    noise = rng.standard_normal(parents.shape)
+    noise -= np.sum(noise * parents, axis=1, keepdims=True) * parents
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    dups = cosine * parents + np.sqrt(1 - cosine**2) * noise
+    return np.concatenate([plain, dups]).astype(np.float32)
+
+
+def _near_share(x: np.ndarray, base: np.ndarray | None = None, above: float = 0.95) -> float:
+    """Share of rows of ``x`` whose nearest other row (of ``base``, else of ``x``) is above."""
+    if base is None:
+        return float(np.mean(synthetic.nn_cosines(x, sample=len(x)) > above))
+    return float(np.mean((x @ base.T).max(axis=1) > above))
+
+
+def test_near_duplicates_are_fitted_and_drawn_like_the_source():
+    source = _with_duplicates(1600, 400, 0.97, seed=1)
+    model = synthetic.fit_mixture(source, per_component=40, rank=4, tau=1.0)
+    # 400 copies of 400 random rows: about 700 of 2000 rows have a near-duplicate.
+    assert 0.15 < model.query_share < 0.6
+    assert 0.9 < float(np.median(model.dup_cosines)) < 0.995
+    drawn = model.sample(2000, seed=3, tau=1.0)
+    assert drawn.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(drawn, axis=1), 1.0, atol=1e-5)
+    assert abs(_near_share(drawn) - _near_share(source)) < 0.15  # 0.37 in the source
+    # Generated, not copied: no drawn row is a source row.
+    assert float((drawn @ source.T).max()) < 0.9999
+
+
+def test_draws_are_reproducible_and_queries_near_duplicate_the_base():
+    source = _with_duplicates(1600, 400, 0.97, seed=2)
+    model = synthetic.fit_mixture(source, per_component=40, rank=4, tau=1.0)
+    base = model.sample(1500, seed=0, tau=1.0)
+    np.testing.assert_array_equal(base, model.sample(1500, seed=0, tau=1.0))
+    q = model.sample_queries(400, seed=9, tau=1.0, base=base)
+    alone = model.sample_queries(400, seed=9, tau=1.0, base=None)
+    expected = model.query_share * float(np.mean(model.dup_cosines > 0.95))
+    assert abs(_near_share(q, base) - expected) < 0.08
+    assert _near_share(alone, base) < 0.05
+
+
+def test_mixture_round_trips_through_its_file(tmp_path):
+    source = _with_duplicates(800, 200, 0.97, seed=4)
+    model = synthetic.fit_mixture(source, per_component=40, rank=4, tau=1.0)
+    model.save(tmp_path / "m.npz")
+    again = synthetic.Mixture.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(model.sample(300, 5, 1.2), again.sample(300, 5, 1.2))
+
+
+def test_synthetic_comparison_smoke(tmp_path):
+    synthetic.main(["--smoke", "--out", str(tmp_path)])
+    result = json.loads((tmp_path / "synthetic.json").read_text())
+    for side in ("real", "synthetic"):
+        curve = result[side]["faiss_recall_by_nprobe"]
+        assert all(0.0 <= r <= 1.0 for r in curve.values())
+        assert result[side]["engine"]["recall_by_probe_cells"]
+    assert 0.0 <= result["max_faiss_gap"] <= 1.0
+    assert (tmp_path / "synthetic.md").read_text().startswith("# ")
