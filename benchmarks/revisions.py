@@ -147,29 +147,41 @@ def scifact(trees: dict[str, Path], scratch: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Measure every ``--rev`` and write ``revisions.md`` / ``revisions.json``."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def revision_parser(description: str, name: str) -> argparse.ArgumentParser:
+    """The options every side-by-side run of commits takes (this script's, text_path's)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--rev", action="append", required=True, help="a commit; repeat")
     ap.add_argument("--label", action="append", default=[], help="a name per --rev, in order")
     ap.add_argument("--sizes", default="25000,100000")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--scifact", action="store_true")
-    ap.add_argument(
-        "--texts", action="store_true", help="store the passages' texts (else empty: faster builds)"
-    )
-    ap.add_argument("--name", default="revisions", help="result file name")
+    ap.add_argument("--name", default=name, help="result file name")
     ap.add_argument("--out", type=Path, default=common.RESULTS)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def checkouts(args: argparse.Namespace, scratch: Path) -> tuple[dict[str, Path], dict[str, str]]:
+    """Each ``--rev`` extracted under ``scratch``: trees and display names by commit."""
     labels = dict(zip(args.rev, args.label, strict=False))
-    scratch = Path(tempfile.mkdtemp(prefix="magnetic-revs-"))
     trees: dict[str, Path] = {}
     names: dict[str, str] = {}
     for rev in args.rev:
         sha, tree = extract(rev, scratch)
         trees[sha] = tree
         names[sha] = f"{sha[:7]} {labels.get(rev, rev)}".strip()
+    return trees, names
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure every ``--rev`` and write ``revisions.md`` / ``revisions.json``."""
+    ap = revision_parser(__doc__.split("\n")[0], "revisions")
+    ap.add_argument("--scifact", action="store_true")
+    ap.add_argument(
+        "--texts", action="store_true", help="store the passages' texts (else empty: faster builds)"
+    )
+    args = ap.parse_args(argv)
+    scratch = Path(tempfile.mkdtemp(prefix="magnetic-revs-"))
+    trees, names = checkouts(args, scratch)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     vector = [
         r

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
-from benchmarks.revisions import child, extract
+from benchmarks.revisions import checkouts, child, revision_parser
 from magnetic_core.eval import exact_knn, recall_at_k_tie_aware
 
 K = 10
@@ -142,23 +142,9 @@ def measure(trees: dict[str, Path], n: int, args: argparse.Namespace, scratch: P
 
 def main(argv: list[str] | None = None) -> None:
     """Measure every ``--rev`` and write ``text_path.md`` / ``text_path.json``."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rev", action="append", required=True, help="a commit; repeat")
-    ap.add_argument("--label", action="append", default=[], help="a name per --rev, in order")
-    ap.add_argument("--sizes", default="25000,100000")
-    ap.add_argument("--queries", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--name", default="text_path", help="result file name")
-    ap.add_argument("--out", type=Path, default=common.RESULTS)
-    args = ap.parse_args(argv)
-    labels = dict(zip(args.rev, args.label, strict=False))
+    args = revision_parser(__doc__.split("\n")[0], "text_path").parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="magnetic-text-"))
-    trees: dict[str, Path] = {}
-    names: dict[str, str] = {}
-    for rev in args.rev:
-        sha, tree = extract(rev, scratch)
-        trees[sha] = tree
-        names[sha] = f"{sha[:7]} {labels.get(rev, rev)}".strip()
+    trees, names = checkouts(args, scratch)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rows = [r for n in sizes for r in measure(trees, n, args, scratch)]
     table = common.markdown_table(
