@@ -84,12 +84,9 @@ def compact_cells(store: ChromaStore, *, settle: float | None = None) -> Compact
             (default :data:`SETTLE`).
     """
     start = time.perf_counter()
-    if _writing(store):
-        busy = "a write of several batches is under way"
-        return CompactionReport(0, time.perf_counter() - start, busy)
     old = store.cells
-    if store._call("read a compaction's mark", compaction_running, old):
-        busy = "another compaction of this store is running"
+    busy = _busy(store, old)
+    if busy:
         return CompactionReport(0, time.perf_counter() - start, busy)
     filler_row = _filler_row(store)
 
@@ -119,12 +116,9 @@ def compact_cells(store: ChromaStore, *, settle: float | None = None) -> Compact
             skip=frozenset({COMPACT_MARK}),
             on_page=mark,
         )
-        if store.writer_counters() != before or _writing(store):
-            raced = "another writer wrote meanwhile"
-            return CompactionReport(rows, time.perf_counter() - start, raced)
-        if rows != store._call("count the cells", old.count) - 1:  # all but the mark
-            short = "the copy did not hold every row (the collection changed while paged)"
-            return CompactionReport(rows, time.perf_counter() - start, short)
+        changed = _changed(store, old, before, rows)
+        if changed:
+            return CompactionReport(rows, time.perf_counter() - start, changed)
         settings = dict(store._call("read settings", _metadata, store.client, old.name))
         settings[DELETED_KEY] = 0
         store._call("stamp the copy", copy.modify, metadata=settings)
@@ -137,6 +131,24 @@ def compact_cells(store: ChromaStore, *, settle: float | None = None) -> Compact
     seconds = time.perf_counter() - start
     logger.info("compacted namespace %r: %d rows in %.1f s", store.namespace, rows, seconds)
     return CompactionReport(rows, seconds)
+
+
+def _busy(store: ChromaStore, old: Any) -> str:
+    """Why a compaction cannot start now ("" when it can)."""
+    if _writing(store):
+        return "a write of several batches is under way"
+    if store._call("read a compaction's mark", compaction_running, old):
+        return "another compaction of this store is running"
+    return ""
+
+
+def _changed(store: ChromaStore, old: Any, before: Any, rows: int) -> str:
+    """Why a finished copy must not be swapped in ("" when it may)."""
+    if store.writer_counters() != before or _writing(store):
+        return "another writer wrote meanwhile"
+    if rows != store._call("count the cells", old.count) - 1:  # all but the mark
+        return "the copy did not hold every row (the collection changed while paged)"
+    return ""
 
 
 def remove_orphans(client: Any) -> float:
