@@ -9,10 +9,13 @@ be read, every call refuses until it answers again).
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import os
+import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -46,6 +49,31 @@ __all__ = ["StoreLifecycle"]
 logger = logging.getLogger(__name__)
 
 _Self = TypeVar("_Self", bound="StoreLifecycle")
+
+
+# Memories that opened a store of their own and are not closed yet: closed when the
+# interpreter exits, so a process that never calls close() still leaves the group cache and
+# the index snapshot behind (without it every later open reads all cells from Chroma).
+_UNCLOSED: weakref.WeakSet[StoreLifecycle] = weakref.WeakSet()
+_AT_EXIT = threading.Lock()
+_registered: list[bool] = []  # holds True once _close_at_exit is registered
+
+
+def _close_at_exit() -> None:
+    for memory in list(_UNCLOSED):
+        try:
+            memory.close()
+        except Exception as e:  # noqa: BLE001 - exiting goes on; what is stored stays stored
+            logger.warning("closing a memory at exit failed: %s", e)
+
+
+def _close_when_exiting(memory: StoreLifecycle) -> None:
+    with _AT_EXIT:
+        if not _registered:
+            # registered after chromadb was imported, so it runs before chromadb's own
+            atexit.register(_close_at_exit)
+            _registered.append(True)
+        _UNCLOSED.add(memory)
 
 
 class StoreLifecycle:
@@ -86,6 +114,8 @@ class StoreLifecycle:
         except BaseException:
             self.close()
             raise
+        if self._owns_client:
+            _close_when_exiting(self)
 
     @property
     def namespace(self) -> str:
@@ -283,6 +313,7 @@ class StoreLifecycle:
         """
         if self._closed:
             return
+        _UNCLOSED.discard(self)
         sleeper = getattr(self, "_sleeper", None)
         if sleeper is not None:
             sleeper.shutdown()  # a background pass finishes first

@@ -136,6 +136,18 @@ def test_a_memory_never_closed_loses_nothing_and_its_group_cache_is_repaired(tmp
     assert _stored_groups(tmp_path) == truth
 
 
+def test_a_memory_left_open_at_exit_is_closed_and_the_next_open_reads_its_snapshot(tmp_path):
+    # the script ends without close(): the interpreter's exit closes the memory
+    script = WRITE_AND_EXIT.replace("os._exit(0)  # killed: no close(), no finalizers", "")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True)
+    assert (tmp_path / "magnetic-index" / "default.npz").exists()
+    stored = _stored_groups(tmp_path)
+    with MagneticMemory(path=str(tmp_path), embedder=HashingEmbedder(32)) as mem:
+        assert mem._state.snapshot.current  # opened from the snapshot, not from every cell
+        assert mem.count() == 301
+        assert stored == {g.id: g.size for g in mem.groups()}
+
+
 def test_a_store_of_another_schema_is_refused_clearly(tmp_path, hashing):
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         mem.add(["x"])
