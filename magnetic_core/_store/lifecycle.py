@@ -51,7 +51,8 @@ logger = logging.getLogger(__name__)
 _Self = TypeVar("_Self", bound="StoreLifecycle")
 
 
-# Memories that opened a store of their own and are not closed yet: closed when the
+# Memories on an embedded store (their own, or a PersistentClient passed in: the LlamaIndex
+# store's) that are not closed yet: closed when the
 # interpreter exits, so a process that never calls close() still leaves the group cache and
 # the index snapshot behind (without it every later open reads all cells from Chroma).
 _UNCLOSED: weakref.WeakSet[StoreLifecycle] = weakref.WeakSet()
@@ -65,6 +66,15 @@ def _close_at_exit() -> None:
             memory.close()
         except Exception as e:  # noqa: BLE001 - exiting goes on; what is stored stays stored
             logger.warning("closing a memory at exit failed: %s", e)
+
+
+def _is_local(client: Any) -> bool:
+    """Whether a client passed in is an embedded (persistent) one: a server is not closed at
+    exit, as reaching it then could wait on a server that is gone."""
+    try:
+        return bool(getattr(client.get_settings(), "is_persistent", False))
+    except Exception:  # noqa: BLE001 - an unknown client is treated as a server
+        return False
 
 
 def _close_when_exiting(memory: StoreLifecycle) -> None:
@@ -114,7 +124,7 @@ class StoreLifecycle:
         except BaseException:
             self.close()
             raise
-        if self._owns_client:
+        if self._owns_client or _is_local(self._client):
             _close_when_exiting(self)
 
     @property

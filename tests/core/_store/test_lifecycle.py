@@ -148,6 +148,19 @@ def test_a_memory_left_open_at_exit_is_closed_and_the_next_open_reads_its_snapsh
         assert stored == {g.id: g.size for g in mem.groups()}
 
 
+def test_a_memory_on_a_client_passed_in_is_closed_at_exit_too(tmp_path):
+    # the LlamaIndex store opens its memory this way: an embedded client it passes in
+    script = WRITE_AND_EXIT.replace("os._exit(0)  # killed: no close(), no finalizers", "")
+    script = script.replace(
+        "MagneticMemory(path=sys.argv[1], embedder=HashingEmbedder(32))",
+        "MagneticMemory(client=__import__('chromadb').PersistentClient(sys.argv[1]), "
+        "embedder=HashingEmbedder(32))",
+    )
+    assert "PersistentClient" in script
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True)
+    assert (tmp_path / "magnetic-index" / "default.npz").exists()
+
+
 def test_a_store_of_another_schema_is_refused_clearly(tmp_path, hashing):
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         mem.add(["x"])
