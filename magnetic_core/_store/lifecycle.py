@@ -51,10 +51,10 @@ logger = logging.getLogger(__name__)
 _Self = TypeVar("_Self", bound="StoreLifecycle")
 
 
-# Memories on an embedded store (their own, or a PersistentClient passed in: the LlamaIndex
-# store's) that are not closed yet: closed when the
-# interpreter exits, so a process that never calls close() still leaves the group cache and
-# the index snapshot behind (without it every later open reads all cells from Chroma).
+# Memories on an embedded store (their own client, or a PersistentClient passed in, as the
+# LlamaIndex store does) that are not closed yet: closed when the interpreter exits, so a
+# process that never calls close() still leaves the group cache and the index snapshot
+# behind (without it every later open reads all cells from Chroma).
 _UNCLOSED: weakref.WeakSet[StoreLifecycle] = weakref.WeakSet()
 _AT_EXIT = threading.Lock()
 _registered: list[bool] = []  # holds True once _close_at_exit is registered
