@@ -19,7 +19,7 @@ import numpy as np
 
 from magnetic_core.errors import PersistenceError
 
-__all__ = ["HINT", "ChromaCalls", "filler"]
+__all__ = ["HINT", "VANISHED", "ChromaCalls", "filler"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,8 @@ HINT = "check the Chroma path or server; the memory reloads what is stored once 
 _READ_CALLS = frozenset({"get", "count", "query", "peek"})
 _READ_RETRIES = (0.05, 0.2, 0.5, 1.0)
 _TRANSIENT = ("Nothing found on disk", "Error finding id")
-_VANISHED = "does not exist"
+# How Chroma says a collection is gone (dropped, or replaced by a compaction).
+VANISHED = "does not exist"
 
 
 def filler(dim: int) -> np.ndarray:
@@ -58,7 +59,7 @@ class ChromaCalls:
             try:
                 return fn(*args, **kwargs)
             except Exception as e:
-                if _VANISHED in str(e):
+                if VANISHED in str(e):
                     break  # the collection was replaced: made again on the new one below
                 if not any(text in str(e) for text in _TRANSIENT):
                     raise self._failed(what, e) from e
@@ -67,7 +68,7 @@ class ChromaCalls:
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            fresh = self._rebind(fn) if _VANISHED in str(e) else None
+            fresh = self._rebind(fn) if VANISHED in str(e) else None
             if fresh is None:
                 raise self._failed(what, e) from e
         logger.info("Chroma collection was replaced (compacted); %r goes to the new one", what)

@@ -141,11 +141,13 @@ class WriterClock:
         # When a compaction of the cells (magnetic_core._store.compaction) that was running at
         # the last read began, in Unix seconds; None when none was.
         self.compacting: int | None = None
+        # This writer's own counter as the last read found it (None: not there).
+        self.own: int | None = None
 
     def read(self) -> dict[str, int]:
         """The other writers' counters, as stored now (and whether a compaction runs)."""
         counters, self.compacting = self.store.counters_and_mark()
-        counters.pop(self.row_id, None)
+        self.own = counters.pop(self.row_id, None)
         return counters
 
     def tick(self) -> tuple[str, int]:

@@ -9,13 +9,10 @@ be read, every call refuses until it answers again).
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import logging
 import os
-import threading
 import time
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,6 +25,7 @@ from magnetic_core._sleep.supersession import superseded_by
 from magnetic_core._store.allocator import release_freed_memory
 from magnetic_core._store.compaction import DELETED_KEY, remove_orphans
 from magnetic_core._store.concurrency import RWLock
+from magnetic_core._store.exiting import close_when_exiting, forget_at_exit, is_local
 from magnetic_core._store.journal import Journal, WriterClock
 from magnetic_core._store.persistence import ChromaStore, open_client
 from magnetic_core._store.rebuild import is_fresh
@@ -49,41 +47,6 @@ __all__ = ["StoreLifecycle"]
 logger = logging.getLogger(__name__)
 
 _Self = TypeVar("_Self", bound="StoreLifecycle")
-
-
-# Memories on an embedded store (their own client, or a PersistentClient passed in, as the
-# LlamaIndex store does) that are not closed yet: closed when the interpreter exits, so a
-# process that never calls close() still leaves the group cache and the index snapshot
-# behind (without it every later open reads all cells from Chroma).
-_UNCLOSED: weakref.WeakSet[StoreLifecycle] = weakref.WeakSet()
-_AT_EXIT = threading.Lock()
-_registered: list[bool] = []  # holds True once _close_at_exit is registered
-
-
-def _close_at_exit() -> None:
-    for memory in list(_UNCLOSED):
-        try:
-            memory.close()
-        except Exception as e:  # noqa: BLE001 - exiting goes on; what is stored stays stored
-            logger.warning("closing a memory at exit failed: %s", e)
-
-
-def _is_local(client: Any) -> bool:
-    """Whether a client passed in is an embedded (persistent) one: a server is not closed at
-    exit, as reaching it then could wait on a server that is gone."""
-    try:
-        return bool(getattr(client.get_settings(), "is_persistent", False))
-    except Exception:  # noqa: BLE001 - an unknown client is treated as a server
-        return False
-
-
-def _close_when_exiting(memory: StoreLifecycle) -> None:
-    with _AT_EXIT:
-        if not _registered:
-            # registered after chromadb was imported, so it runs before chromadb's own
-            atexit.register(_close_at_exit)
-            _registered.append(True)
-        _UNCLOSED.add(memory)
 
 
 class StoreLifecycle:
@@ -124,8 +87,8 @@ class StoreLifecycle:
         except BaseException:
             self.close()
             raise
-        if self._owns_client or _is_local(self._client):
-            _close_when_exiting(self)
+        if self._owns_client or is_local(self._client):
+            close_when_exiting(self)
 
     @property
     def namespace(self) -> str:
@@ -154,9 +117,7 @@ class StoreLifecycle:
         self._journal.recover()
         replay = recover(self)  # type: ignore[arg-type]  # the moves of a sleep pass a crash interrupted
         # The other writers' counters are read before the cells (or come from the snapshot).
-        state = load_state(
-            self._store, self.embedder.dim, self.config, replay=replay, clock=self._clock
-        )
+        state = self._read_state(replay)
         # The approximate scorer of this index: restored from the snapshot when it holds one,
         # else built by the first search of a large store.
         self._scorer, restored = _scorer_of(state, self.config)
@@ -176,6 +137,25 @@ class StoreLifecycle:
             state.writeback.repair()
         except PersistenceError as e:
             logger.warning("the group cache was not repaired (retried on next open): %s", e)
+
+    def _read_state(self, replay: Any) -> MemoryState:
+        """The state as stored, read from the cells collection now under the namespace's name.
+
+        A read racing another memory's compaction may have read the collection it dropped
+        (empty, with no error from Chroma): the collection is looked up after the read, and
+        the read made again on the new one.
+        """
+        for _ in range(3):
+            state = load_state(
+                self._store, self.embedder.dim, self.config, replay=replay, clock=self._clock
+            )
+            if self._store.current():
+                return state
+            self._store.reconnect()
+        raise PersistenceError(
+            f"the cells of namespace {self.namespace!r} were replaced three times while read",
+            hint="another process compacts this store in a loop; stop it, then reopen",
+        )
 
     def _after_failure(self) -> None:
         """After a failed write: reload what is stored, or refuse calls until Chroma answers."""
@@ -250,28 +230,33 @@ class StoreLifecycle:
     def _confirmed(self) -> Iterator[None]:
         """Record the cells written and deleted inside, then :meth:`_confirm` them (the
         caller holds the write or the intent lock)."""
-        generation = self._store.generation
+        generation, ticks = self._store.generation, self._clock.value
         recording: tuple[list[str], list[str]] = ([], [])
         self._store.recording = recording
         try:
             yield
         finally:
             self._store.recording = None
-        self._confirm(generation, recording)
+        self._confirm(generation, recording, ticked=self._clock.value != ticks)
 
-    def _confirm(self, generation: int, recording: tuple[list[str], list[str]]) -> None:
+    def _confirm(
+        self, generation: int, recording: tuple[list[str], list[str]], *, ticked: bool
+    ) -> None:
         """After a write: if a compaction in another process may have copied the collection
         before the write landed in it, write it again to the collection now in place.
 
         The write read no compaction mark before it began, but one may have gone in since
         (the writer was slow, e.g. compiling kernels on its first write); a mark there now,
         or a collection swapped meanwhile, means the write may be in the dropped copy only.
+        So does a read that misses this writer's own counter, just written (``ticked``): it
+        raced the drop of the collection and came back empty (Chroma raises no error then).
         """
         written, deleted = recording
         if not written and not deleted:
             return
         self._clock.read()
-        if self._clock.compacting is None and self._store.generation == generation:
+        landed = self._clock.own == self._clock.value if ticked else self._store.current()
+        if landed and self._clock.compacting is None and self._store.generation == generation:
             return
         self._await_compaction()
         self._store.reconnect()
@@ -323,7 +308,7 @@ class StoreLifecycle:
         """
         if self._closed:
             return
-        _UNCLOSED.discard(self)
+        forget_at_exit(self)
         sleeper = getattr(self, "_sleeper", None)
         if sleeper is not None:
             sleeper.shutdown()  # a background pass finishes first

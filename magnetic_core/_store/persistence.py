@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core._store.calls import HINT, filler
+from magnetic_core._store.calls import HINT, VANISHED, filler
 from magnetic_core._store.client import check_namespace, open_client, read_settings, read_stamp
 from magnetic_core._store.group_rows import JOURNAL_KEY, GroupRows
 from magnetic_core._store.rebuild import COMPACT_MARK, finish_interrupted, rebuild
@@ -150,6 +150,21 @@ class ChromaStore(GroupRows):
         self.cells, self.groups = cells, groups
         self.log = self.groups
         self.generation += 1
+
+    def current(self) -> bool:
+        """Whether the cells collection held here is still the one under its name.
+
+        A read racing another client's drop of the collection (a compaction swapping in its
+        copy) can come back with no rows and no error; the name is gone by the time the read
+        returns, so looking it up after a read tells such a read from a true one.
+        """
+        try:
+            now = self.client.get_collection(self._names()[0], embedding_function=None)
+        except Exception as e:
+            if VANISHED in str(e):
+                return False
+            raise self._failed("look up the cells collection", e) from e
+        return bool(now.id == self.cells.id)
 
     def _rebind(self, fn: Any) -> Any:
         owner, name = getattr(fn, "__self__", None), getattr(fn, "__name__", "")
