@@ -67,7 +67,11 @@ else:
     hits = len(c.query(query_embeddings=[q], n_results=10)["ids"][0])
 t4 = time.perf_counter()
 import psutil
+def parts():  # resident MiB: private (anonymous) and file-backed (mapped files, shared)
+    status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    return [int(status[k].split()[0]) / 1024 for k in ("RssAnon", "RssFile")]
 rss = psutil.Process().memory_info().rss / 2**20
+anon, mapped = parts()
 more = np.load({more!r}, mmap_mode="r")
 for row in more:  # then as a store in use: RSS after more queries
     v = np.ascontiguousarray(row, np.float32)
@@ -76,7 +80,10 @@ for row in more:  # then as a store in use: RSS after more queries
     else:
         c.query(query_embeddings=[v], n_results=10)
 rss_more = psutil.Process().memory_info().rss / 2**20
+anon_more, mapped_more = parts()
 print(json.dumps({{"open_s": t4 - t0, "rss_mb": rss, "hits": hits, "rss_after_more_mb": rss_more,
+                  "anon_mb": anon, "file_mb": mapped, "anon_after_more_mb": anon_more,
+                  "file_after_more_mb": mapped_more,
                   "import_chromadb_s": t1 - t0, "import_magnetic_s": t2 - t1,
                   "open_store_s": t3 - t2, "first_query_s": t4 - t3}}))
 """
@@ -257,6 +264,20 @@ def run(
     return out
 
 
+def _parts(r: dict[str, Any]) -> list[list[Any]]:
+    """RSS split into private (anonymous) memory and mapped files (the index snapshot is
+    mapped read-only: its pages are shared and the kernel can drop them under pressure)."""
+    mo, co = r["magnetic_open"], r["chroma_open"]
+    if "anon_after_more_mb" not in mo:
+        return []
+    rows = []
+    for key, label in [("anon", "anonymous"), ("file", "file-backed")]:
+        m, c = mo[f"{key}_after_more_mb"], co[f"{key}_after_more_mb"]
+        ratio = round(m / c, 3) if c else None
+        rows.append([f"  of which {label}, after the {MORE_QUERIES} (MiB)", m, c, ratio, ""])
+    return rows
+
+
 def table(r: dict[str, Any]) -> str:
     mo = r["magnetic_open"]
     rows = [
@@ -290,6 +311,7 @@ def table(r: dict[str, Any]) -> str:
             else None,
             "<= 2x",
         ],
+        *_parts(r),
         [
             "  of which: import chromadb / magnetic_core (s)",
             f"{mo['import_chromadb_s']} / {mo['import_magnetic_s']}",
