@@ -121,3 +121,28 @@ def test_filler_is_one_unit_row_of_the_dimension(dim: int):
     row = filler(dim)
     assert row.shape == (1, dim) and row.dtype == np.float32
     assert np.linalg.norm(row) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Missing field: [Missing metadata segment]",
+        "Error executing plan: Error sending backfill request to compactor",
+    ],
+)
+def test_a_call_failing_while_its_collection_is_dropped_goes_to_the_new_one(tmp_path, message):
+    # how chromadb 1.5 failed reads that raced another client's drop of the collection
+    # (beside "does not exist"), in threaded trials: the call is made on the copy now in place
+    from magnetic_core._store.persistence import ChromaStore
+
+    client = chromadb.PersistentClient(path=str(tmp_path))
+    store = ChromaStore(client, "ns").open()
+    stale = store.cells
+    client.delete_collection(stale.name)
+    client.create_collection(stale.name, embedding_function=None).add(
+        ids=["copied"], embeddings=[[0.0, 1.0]]
+    )
+    racing = Flaky("get", failures=100, message=message)
+    racing.__self__ = stale  # a call on the collection being dropped
+    got = store._call("read cells", racing, include=[])
+    assert got["ids"] == ["copied"] and store.cells is not stale
