@@ -67,7 +67,7 @@ RANK = 8  # own principal directions kept per component, beyond the shared ones
 # to a component is tidier than the passages it came from (they trail off towards
 # neighbouring topics); TAU is the one number chosen by comparison (faiss IVF recall against
 # nprobe at 100K, see compare()), nothing else is.
-TAU = 1.2
+TAU = 1.3
 NN_SAMPLE = 5000  # rows whose nearest-neighbour cosine is measured when fitting duplicates
 QUERY_SEED_OFFSET = 1_000_003  # queries come from another stream than any base set
 SHARED = 256  # directions shared by every topic (of the offsets from a topic's mean)
@@ -341,27 +341,28 @@ def _source() -> np.ndarray:
     return np.concatenate([np.load(p) for p in parts]).astype(np.float32)[:limit]
 
 
-_CACHE: dict[int, Mixture] = {}
+_CACHE: dict[tuple[int, float], Mixture] = {}
 
 
-def load_mixture(source: np.ndarray | None = None) -> Mixture:
+def load_mixture(source: np.ndarray | None = None, tau: float = TAU) -> Mixture:
     """The mixture fitted to the cached Reuters vectors (fitted once, then read from disk);
-    to ``source`` instead when given (smoke runs)."""
+    to ``source`` instead when given (smoke runs). Its near-duplicates are fitted to be
+    drawn at ``tau``."""
     source = _source() if source is None else source
     n = len(source)
-    if n in _CACHE:
-        return _CACHE[n]
-    settings = f"{n}_{PER_COMPONENT}_{SHARED}_{RANK}_{TAU}"
+    if (n, tau) in _CACHE:
+        return _CACHE[n, tau]
+    settings = f"{n}_{PER_COMPONENT}_{SHARED}_{RANK}_{tau}"
     name = f"synthetic_mixture_v{MODEL_VERSION}_{settings}.npz"
     path = common.cache_dir() / name
     if path.exists():
         model = Mixture.load(path)
     else:
         t0 = time.perf_counter()
-        model = fit_mixture(source)
+        model = fit_mixture(source, tau=tau)
         model.save(path)
         logger.info("fitted %d components in %.1f s", len(model.weights), time.perf_counter() - t0)
-    _CACHE[n] = model
+    _CACHE[n, tau] = model
     return model
 
 
@@ -445,14 +446,16 @@ def _real(vecs: np.ndarray, n: int, n_queries: int) -> tuple[np.ndarray, np.ndar
     return vecs[n_queries : n_queries + n], vecs[:n_queries]
 
 
-def compare(n: int, n_queries: int, source: np.ndarray | None = None) -> dict[str, Any]:
+def compare(
+    n: int, n_queries: int, source: np.ndarray | None = None, tau: float = TAU
+) -> dict[str, Any]:
     """Real against synthetic at ``n``: faiss IVF and engine recall curves side by side."""
     from magnetic_core.eval import exact_knn
 
     probes = (1, 2, 4, 8, 16, 32, 64)
     budgets = (1000, 2000, 3000, 4000, 6000, 8000)
     source = _source() if source is None else source
-    model = load_mixture(source)
+    model = load_mixture(source, tau)
     real = _real(source, n, n_queries)
     if len(real[0]) < n:
         logger.warning("only %d real vectors beside the queries: comparing at that N", len(real[0]))
@@ -466,8 +469,9 @@ def compare(n: int, n_queries: int, source: np.ndarray | None = None) -> dict[st
             round(float(v), 4) for v in np.quantile(model.dup_cosines, [0.25, 0.5, 0.75])
         ],
     }
-    syn = model.sample(n, 0, TAU)
-    q_syn = model.sample_queries(n_queries, QUERY_SEED_OFFSET, TAU, syn)
+    out["tau"] = tau
+    syn = model.sample(n, 0, tau)
+    q_syn = model.sample_queries(n_queries, QUERY_SEED_OFFSET, tau, syn)
     sets = {"real": real, "synthetic": (syn, q_syn)}
     for name, (base, q) in sets.items():
         truth = exact_knn(base, q, 10)[1]
@@ -523,7 +527,7 @@ def _table(result: dict[str, Any]) -> str:
     )
     head = (
         f"Recall@10 (tie-aware) at N = {result['n']}, {result['queries']} queries, real Reuters "
-        f"MiniLM vectors against `structured_vectors` (TAU {TAU}, fitted to "
+        f"MiniLM vectors against `structured_vectors` (TAU {result.get('tau', TAU)}, fitted to "
         f"{result['source_vectors']:,} Reuters vectors). Largest gap: faiss "
         f"{result['max_faiss_gap']:.4f}, MagneticMemory {result['max_engine_gap']:.4f}.\n\n"
     )
@@ -537,6 +541,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--out", type=Path, default=common.RESULTS)
     ap.add_argument("--smoke", action="store_true", help="clustered stand-in source, 600 rows")
+    ap.add_argument("--tau", type=float, default=TAU, help="try another TAU (default: TAU)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     source = None
@@ -545,12 +550,11 @@ def main(argv: list[str] | None = None) -> None:
 
         source = clustered_data(1200, DIM, 12, spread=0.8, decay=1.5, seed=5)[0]
         args.n, args.queries = 600, 20
-    result = compare(args.n, args.queries, source)
+    result = compare(args.n, args.queries, source, args.tau)
     common.write_results(
         args.out,
         "synthetic",
         {
-            "tau": TAU,
             "per_component": PER_COMPONENT,
             "shared": SHARED,
             "rank": RANK,
