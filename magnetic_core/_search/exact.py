@@ -98,9 +98,13 @@ class Pool:
         docs: np.ndarray,
         q: np.ndarray,
         cids: list[str] | None = None,
+        scorer: Scorer | None = None,
+        rows: np.ndarray | None = None,
     ) -> None:
         """:meth:`extend` by distinct document numbers in the pool's lexical index
-        (``cids``: the same cells' ids, when known)."""
+        (``cids``: the same cells' ids, when known). Given the scorer (current for the
+        index), cells it holds are scored from its blocks by address (``rows``: their
+        :meth:`Scorer.doc_rows`, when known), the others by id."""
         if self._docs is None or self._ids is not None:
             if cids is None:
                 assert self._lexical is not None
@@ -117,14 +121,25 @@ class Pool:
             fresh &= have[at] != docs
         if not fresh.any():
             return
-        new = docs[fresh]
-        assert self._lexical is not None
-        if cids is None:
-            names = self._lexical.cids_of(new)
-        else:
-            names = [cids[i] for i in np.flatnonzero(fresh).tolist()]
+        at = np.flatnonzero(fresh)
+        new = docs[at]
+        lexical = self._lexical
+        assert lexical is not None
+        scores = np.empty(new.shape[0], np.float32)
+        by_id = np.arange(new.shape[0])
+        if scorer is not None:
+            held = scorer.doc_rows(new, lexical) if rows is None else rows[at]
+            found = held >= 0
+            scores[found] = scorer.row_cosines(held[found], q)
+            by_id = np.flatnonzero(~found)
+        if by_id.size:
+            if cids is None:
+                names = lexical.cids_of(new[by_id])
+            else:
+                names = [cids[i] for i in at[by_id].tolist()]
+            scores[by_id] = index.vectors(names) @ q
         self._docs = np.concatenate([self._docs, new])
-        self.scores = np.concatenate([self.scores, index.vectors(names) @ q])
+        self.scores = np.concatenate([self.scores, scores])
 
 
 # Rows per block of a single-query product. OpenBLAS runs larger matrix-vector products on

@@ -28,6 +28,7 @@ from numba.extending import intrinsic
 __all__ = [
     "block_scores",
     "code_scores",
+    "exact_at",
     "exact_rows",
     "exact_top",
     "list_scores",
@@ -203,14 +204,27 @@ def exact_top(
 
     Returns ``(rows, scores)``; ties keep the order of ``rows``.
     """
+    scores = exact_at(addresses, row_block, row_in_block, rows, q)
+    best = top_k(scores, k)
+    return rows[best], scores[best]
+
+
+@njit(cache=True, nogil=True)
+def exact_at(
+    addresses: np.ndarray,
+    row_block: np.ndarray,
+    row_in_block: np.ndarray,
+    rows: np.ndarray,
+    q: np.ndarray,
+) -> np.ndarray:
+    """Exact cosines of the given arena rows from their blocks, in the order given."""
     n = rows.shape[0]
     stride = q.shape[0] * 4
     scores = np.empty(n, np.float32)
     for t in range(n):
         r = rows[t]
         scores[t] = _dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
-    best = top_k(scores, k)
-    return rows[best], scores[best]
+    return scores
 
 
 @njit(cache=True, nogil=True)

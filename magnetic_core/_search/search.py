@@ -130,13 +130,13 @@ def run_search(
         lexical = catalog.lexical
         top, _ = lexical.top_docs(*stages.lexical, max(plan.lexical_candidates, plan.k))
         top_ids = lexical.cids_of(top)
-        pool.extend_docs(index, top, q, top_ids)
+        pool.extend_docs(index, top, q, top_ids, scorer)
         stages.lexical_ids = set(top_ids)
-    picked = rank(index, pool, stages.boosted, stages.lexical, catalog, plan)
+    picked = rank(index, pool, stages, catalog, plan)
     fallback = len(picked) < plan.k and len(stages.slots) < n_groups
     if fallback:
         pool = exact_pool(index, scorer, range(n_groups), q)
-        picked = rank(index, pool, stages.boosted, stages.lexical, catalog, plan)
+        picked = rank(index, pool, stages, catalog, plan)
     return candidates(index, plan, stages, picked, fallback)
 
 
@@ -201,9 +201,31 @@ def _coded(
         docs, scores = scorer.probe_docs(index, stages.slots, q, budget, keep, lexical)
         pool = Pool(None, scores, docs, lexical)
     if stages.boosted and plan.entity_boost > 0:
-        slot_set = set(stages.slots.tolist())
-        pool.extend(index, (c for c in stages.boosted if index.loc[c].slot in slot_set), q)
+        _extend_boosted(index, catalog, stages, scorer, pool, q)
     return pool
+
+
+def _extend_boosted(
+    index: HierIndex, catalog: Catalog, stages: Stages, scorer: Scorer, pool: Pool, q: np.ndarray
+) -> None:
+    """Add the boosted cells of the probed groups to a pool named by document number:
+    their slots and cosines from the scorer's rows by array operations (an entity can
+    boost thousands of cells), by id only for the cells of groups changed since coded."""
+    lexical = catalog.lexical
+    docs = stages.boosted_docs(lexical)
+    rows = scorer.doc_rows(docs, lexical)
+    slots = np.full(docs.shape[0], -1, np.int64)
+    held = rows >= 0
+    slots[held] = scorer.row_slots(rows[held])
+    by_id = np.flatnonzero(~held)
+    if by_id.size:
+        loc = index.loc
+        slots[by_id] = [loc[c].slot for c in lexical.cids_of(docs[by_id])]
+    probed = np.zeros(len(index.slot_groups), bool)
+    probed[stages.slots] = True
+    keep = np.flatnonzero(probed[slots])
+    if keep.size:
+        pool.extend_docs(index, docs[keep], q, None, scorer, rows[keep])
 
 
 def _exact(

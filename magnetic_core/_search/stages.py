@@ -4,7 +4,7 @@ cells an entity boosts, and the BM25 scores of the query's words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -14,6 +14,7 @@ from magnetic_core._store.catalog import Catalog
 
 if TYPE_CHECKING:
     from magnetic_core._search.search import SearchPlan
+    from magnetic_core._text.lexical import LexicalIndex
 
 __all__ = ["Stages", "lexical_scores"]
 
@@ -28,6 +29,7 @@ class Stages:
     boosted: set[str]
     lexical: tuple[np.ndarray, np.ndarray] | None
     lexical_ids: set[str]
+    _boosted_docs: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, index: HierIndex, catalog: Catalog, plan: SearchPlan, probe: np.ndarray) -> Stages:
@@ -50,6 +52,14 @@ class Stages:
             if entity_slots:
                 slots = np.union1d(probe, np.fromiter(entity_slots, np.int64, len(entity_slots)))
         return cls(slots, probe, entity_slots, boosted, lexical_scores(catalog, plan), set())
+
+    def boosted_docs(self, lexical: LexicalIndex) -> np.ndarray:
+        """The boosted cells' document numbers in ``lexical``, ascending (made once)."""
+        docs = self._boosted_docs
+        if docs is None:
+            docs = np.sort(lexical.numbers(self.boosted))
+            self._boosted_docs = docs = docs[np.searchsorted(docs, 0) :]
+        return docs
 
     def plain(self, plan: SearchPlan) -> bool:
         """Whether the best k by cosine are the answer (nothing re-ranks them)."""

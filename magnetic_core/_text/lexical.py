@@ -68,6 +68,10 @@ class LexicalIndex:
         self._flat: FlatPostings | None = None
         self._docno: dict[str, int] = {}
         self._cids: list[str | None] = []
+        # Whether each number is still its cell's, by number (capacity doubles): a search
+        # asks this of hundreds of numbers, and one byte each stays in cache where the
+        # list of ids does not (0.12 ms for 256 numbers read through the list at 25K cells).
+        self._alive = np.zeros(1024, bool)
         self._length = array("f")
         self._doc_terms: MutableMapping[int, tuple[str, ...]] = {}
         self._postings: dict[str, tuple[array, array]] = {}
@@ -95,6 +99,11 @@ class LexicalIndex:
         doc = len(self._cids)
         self._docno[cid] = doc
         self._cids.append(cid)
+        if doc >= self._alive.shape[0]:
+            grown = np.zeros(2 * self._alive.shape[0], bool)
+            grown[: doc] = self._alive[: doc]
+            self._alive = grown
+        self._alive[doc] = True
         length = float(sum(counts.values()))
         self._length.append(length)
         self._total_length += length
@@ -116,6 +125,7 @@ class LexicalIndex:
         self._thaw()
         doc = self._docno.pop(cid)
         self._cids[doc] = None  # numbers are never given again (until a compaction)
+        self._alive[doc] = False
         self._total_length -= self._length[doc]
         for term in self._doc_terms.pop(doc):
             docs, tfs = self._postings[term]
@@ -134,6 +144,8 @@ class LexicalIndex:
         old = {cid: doc for cid, doc in self._docno.items()}
         renumber = {doc: new for new, doc in enumerate(sorted(old.values()))}
         self._cids = [None] * len(renumber)
+        self._alive = np.zeros(max(1024, 2 * len(renumber)), bool)
+        self._alive[: len(renumber)] = True
         length = array("f", [0.0] * len(renumber))
         for cid, doc in old.items():
             new = renumber[doc]
@@ -295,8 +307,7 @@ class LexicalIndex:
 
     def dead(self, docs: np.ndarray) -> np.ndarray:
         """Whether each (non-negative) document number is no longer a cell's."""
-        cids = self._cids
-        return np.fromiter((cids[d] is None for d in docs.tolist()), bool, docs.shape[0])
+        return ~self._alive[docs]
 
     def cid_of(self, doc: int) -> str:
         """The cell id of a live document number."""
@@ -381,6 +392,8 @@ class LexicalIndex:
         ):
             raise ValueError("the BM25 arrays do not agree in length")
         lex._cids = list(cids)
+        lex._alive = np.zeros(max(1024, 2 * len(cids)), bool)
+        lex._alive[: len(cids)] = True
         lex._docno = dict(zip(cids, range(len(cids))))
         lex._length = array("f", lengths.tobytes())
         lex._total_length = float(lengths.sum(dtype=np.float64))
