@@ -145,7 +145,7 @@ def _terms(
     """The terms of the pool's rows from ``start`` on."""
     scores = pool.scores[start:]
     boosts = None
-    if stages.boosted and plan.entity_boost != 0.0:
+    if stages.boosting and plan.entity_boost != 0.0:
         boosts = _boosted(pool, start, stages, catalog).astype(np.float32)
         boosts *= np.float32(plan.entity_boost)
     lex = None

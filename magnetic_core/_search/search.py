@@ -200,7 +200,7 @@ def _coded(
         lexical = catalog.lexical
         docs, scores = scorer.probe_docs(index, stages.slots, q, budget, keep, lexical)
         pool = Pool(None, scores, docs, lexical)
-    if stages.boosted and plan.entity_boost > 0:
+    if stages.boosting and plan.entity_boost > 0:
         _extend_boosted(index, catalog, stages, scorer, pool, q)
     return pool
 
@@ -240,7 +240,7 @@ def _exact(
         return pool
     best = _kernels().top_k(pool.scores, keep)
     kept = Pool([pool.ids[i] for i in best.tolist()], pool.scores[best])
-    if stages.boosted and plan.entity_boost > 0:
+    if stages.boosting and plan.entity_boost > 0:
         slot_set = set(stages.slots.tolist())
         boosted = (c for c in stages.boosted if index.loc[c].slot in slot_set)
         kept.extend(index, boosted, plan.vector)

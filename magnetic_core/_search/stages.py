@@ -4,6 +4,7 @@ cells an entity boosts, and the BM25 scores of the query's words.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from magnetic_core._search.search import SearchPlan
     from magnetic_core._text.lexical import LexicalIndex
 
-__all__ = ["Stages", "lexical_scores"]
+__all__ = ["Stages", "entity_docs", "lexical_scores"]
 
 
 @dataclass
@@ -26,14 +27,17 @@ class Stages:
     slots: np.ndarray  # probed group slots (centroid stage, then entity routes), int64
     centroid_slots: np.ndarray
     entity_slots: set[int]
-    boosted: set[str]
+    # The boosting entities and their cells; the union (``boosted``) and its document
+    # numbers (``boosted_docs``) are made when first asked for.
+    boosting: list[tuple[str, set[str]]]
     lexical: tuple[np.ndarray, np.ndarray] | None
     lexical_ids: set[str]
+    _boosted: set[str] | None = field(default=None, repr=False)
     _boosted_docs: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, index: HierIndex, catalog: Catalog, plan: SearchPlan, probe: np.ndarray) -> Stages:
-        boosted: set[str] = set()
+        boosting: list[tuple[str, set[str]]] = []
         entity_slots: set[int] = set()
         slots = np.sort(probe)
         if plan.entities:
@@ -46,25 +50,64 @@ class Stages:
                 cells = catalog.entity_cells.get(entity)
                 if not cells or len(cells) > boost_limit:
                     continue
-                boosted |= cells
+                boosting.append((entity, cells))
                 if len(cells) <= route_limit:
                     entity_slots.update(loc[c].slot for c in cells if c in loc)
             if entity_slots:
                 slots = np.union1d(probe, np.fromiter(entity_slots, np.int64, len(entity_slots)))
-        return cls(slots, probe, entity_slots, boosted, lexical_scores(catalog, plan), set())
+        return cls(slots, probe, entity_slots, boosting, lexical_scores(catalog, plan), set())
+
+    @property
+    def boosted(self) -> set[str]:
+        """The cells holding a boosting entity of the query."""
+        cells = self._boosted
+        if cells is None:
+            cells = set().union(*(c for _, c in self.boosting)) if self.boosting else set()
+            self._boosted = cells
+        return cells
 
     def boosted_docs(self, lexical: LexicalIndex) -> np.ndarray:
-        """The boosted cells' document numbers in ``lexical``, ascending (made once)."""
+        """The boosted cells' document numbers in ``lexical``, ascending (made once per
+        query, from each entity's numbers, which are kept until the index changes)."""
         docs = self._boosted_docs
         if docs is None:
-            docs = np.sort(lexical.numbers(self.boosted))
-            self._boosted_docs = docs = docs[np.searchsorted(docs, 0) :]
+            parts = [entity_docs(lexical, e, cells) for e, cells in self.boosting]
+            if not parts:
+                docs = np.empty(0, np.int64)
+            else:
+                docs = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+            self._boosted_docs = docs
         return docs
 
     def plain(self, plan: SearchPlan) -> bool:
         """Whether the best k by cosine are the answer (nothing re-ranks them)."""
-        boosts = bool(self.boosted) and plan.entity_boost != 0.0
+        boosts = bool(self.boosting) and plan.entity_boost != 0.0
         return not boosts and self.lexical is None and not plan.exclude
+
+
+# Per lexical index: (its generation, entity -> its cells' document numbers, ascending).
+# A text query's entities are mostly the store's recurring names, and the commonest are
+# held by thousands of cells: their numbers looked up by id cost a query at 100K cells
+# 0.25 ms. Every change of the catalog's cells passes through the lexical index, which
+# then moves its generation, so the numbers kept are those of the current cells.
+_ENTITY_DOCS: weakref.WeakKeyDictionary[LexicalIndex, tuple[int, dict[str, np.ndarray]]] = (
+    weakref.WeakKeyDictionary()
+)
+_ENTITY_DOCS_MAX = 4096  # entities kept per index (then forgotten all at once)
+
+
+def entity_docs(lexical: LexicalIndex, entity: str, cells: set[str]) -> np.ndarray:
+    """The document numbers of ``cells`` (the cells holding ``entity``), ascending."""
+    kept = _ENTITY_DOCS.get(lexical)
+    if kept is None or kept[0] != lexical.generation or len(kept[1]) >= _ENTITY_DOCS_MAX:
+        kept = (lexical.generation, {})
+        _ENTITY_DOCS[lexical] = kept
+    docs = kept[1].get(entity)
+    if docs is None:
+        docs = np.sort(lexical.numbers(list(cells)))
+        docs = docs[np.searchsorted(docs, 0) :]
+        kept[1][entity] = docs
+    return docs
 
 
 def lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:

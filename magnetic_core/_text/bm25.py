@@ -1,12 +1,12 @@
 """The compiled BM25 accumulation of the lexical stage (numba).
 
 One pass over the query terms' postings, in query-term order, summing each document's
-terms in float64 into a dense scratch row, then one pass over that row for the documents
-touched: no per-term temporaries, no sort. The scratch row is the caller's and is left
-zeroed again (only the touched entries are written back), so a query allocates no row
-the size of the store: a fresh 800 KB row per query at 100K documents cost its page faults
-and pushed the scorer's arrays out of cache. Tested against the numpy formula in
-``tests/core/_text/test_bm25.py``.
+terms in float64 into a dense scratch row and marking it in a bitmap, then the set bits in
+order for the documents touched: no per-term temporaries, no sort. The scratch row is the
+caller's and is left zeroed again (only the touched entries are written back), so a query
+allocates no row the size of the store: a fresh 800 KB row per query at 100K documents
+cost its page faults and pushed the scorer's arrays out of cache. Tested against the numpy
+formula in ``tests/core/_text/test_bm25.py``.
 """
 
 from __future__ import annotations
@@ -46,23 +46,35 @@ def bm25_scores(
     """
     kk, one_b = np.float32(k1), np.float32(1.0 - b)
     per_len = np.float32(b) / np.float32(avgdl)
+    # One bit per document marks the touched ones: reading the set bits in order gives them
+    # ascending without a pass over the whole scratch row (800 KB at 100K documents, a
+    # quarter of the stage's time there) and without a sort.
+    seen = np.zeros((n_slots >> 6) + 1, np.uint64)
     for t in range(bounds.shape[0] - 1):
         w = weights[t]
         for i in range(bounds[t], bounds[t + 1]):
             d = docs[i]
             tf = tfs[i]
             acc[d] += w * tf / (tf + kk * (one_b + per_len * lengths[d]))
-    # Every term adds a positive score, so the touched documents are the non-zero entries:
-    # one branch-free pass over the scratch row finds them in order (a per-posting "seen"
-    # test and a sort of the touched ones cost three times as much at 100K documents).
+            seen[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
     found = np.empty(min(n_slots, docs.shape[0]) + 1, np.int64)
+    vals = np.empty(found.shape[0], np.float32)
     m = 0
-    for d in range(n_slots):
-        found[m] = d
-        m += acc[d] != 0.0
-    vals = np.empty(m, np.float32)
-    for i in range(m):
-        d = found[i]
-        vals[i] = np.float32(acc[d])
-        acc[d] = 0.0
-    return found[:m], vals
+    for word in range(seen.shape[0]):
+        x = seen[word]
+        while x != 0:
+            low = x & (~x + np.uint64(1))  # the lowest set bit
+            d = (word << 6) + _BIT[(low * _DE_BRUIJN) >> np.uint64(58)]
+            found[m] = d
+            vals[m] = np.float32(acc[d])
+            acc[d] = 0.0
+            m += 1
+            x ^= low
+    return found[:m], vals[:m]
+
+
+# The position of a lone set bit: its product with a de Bruijn sequence has a distinct top
+# six bits for each position (a table look-up instead of a loop over 64 bits).
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_BIT = np.zeros(64, np.int64)
+_BIT[[((int(_DE_BRUIJN) << i) & (2**64 - 1)) >> 58 for i in range(64)]] = np.arange(64)

@@ -65,6 +65,9 @@ class LexicalIndex:
         # changes when numbers are given anew (a compaction, a clear) and every kept
         # number must be looked up again.
         self.numbering = next(_NUMBERINGS)
+        # Moves on with every change of the indexed cells (readers keep what they derived
+        # from the numbers, such as an entity's cells, while it stands).
+        self.generation = next(_NUMBERINGS)
         self._flat: FlatPostings | None = None
         self._docno: dict[str, int] = {}
         self._cids: list[str | None] = []
@@ -86,6 +89,7 @@ class LexicalIndex:
     def add(self, cid: str, text: str) -> tuple[str, ...]:
         """Index (or re-index) a cell's text; returns its distinct words (unstemmed) in order."""
         self._thaw()
+        self.generation = next(_NUMBERINGS)
         if cid in self._docno:
             self.remove(cid)
         words = Counter(terms(text))
@@ -123,6 +127,7 @@ class LexicalIndex:
         if cid not in self._docno:
             return
         self._thaw()
+        self.generation = next(_NUMBERINGS)
         doc = self._docno.pop(cid)
         self._cids[doc] = None  # numbers are never given again (until a compaction)
         self._alive[doc] = False
@@ -140,7 +145,7 @@ class LexicalIndex:
 
     def _compact(self) -> None:
         """Renumber live documents so removed ones stop costing memory and time."""
-        self.numbering = next(_NUMBERINGS)
+        self.numbering = self.generation = next(_NUMBERINGS)
         old = {cid: doc for cid, doc in self._docno.items()}
         renumber = {doc: new for new, doc in enumerate(sorted(old.values()))}
         self._cids = [None] * len(renumber)
