@@ -22,6 +22,7 @@ import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable, MutableMapping
+from operator import itemgetter
 
 import numpy as np
 
@@ -196,14 +197,17 @@ class LexicalIndex:
             ids, cells = np.unique(held, return_counts=True)
             df = flat.starts[ids + 1] - flat.starts[ids]
             return [flat.surface[i] for i in ids.tolist()], cells, df
-        counted = Counter(itertools.chain.from_iterable(self._doc_terms[d] for d in docs))
+        # map() over the containers' own methods: no Python frame per term (a group of
+        # a hundred cells holds thousands, and labelling it is part of a search).
+        counted = Counter(itertools.chain.from_iterable(map(self._doc_terms.__getitem__, docs)))
         held_terms = list(counted)
         postings, surface = self._postings, self._surface
         n = len(held_terms)
+        held_postings = map(itemgetter(0), map(postings.__getitem__, held_terms))
         return (
-            [surface.get(t, t) for t in held_terms],
+            list(map(surface.get, held_terms, held_terms)),
             np.fromiter(counted.values(), np.int64, n),
-            np.fromiter((len(postings[t][0]) for t in held_terms), np.int64, n),
+            np.fromiter(map(len, held_postings), np.int64, n),
         )
 
     @staticmethod
