@@ -95,6 +95,12 @@ def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int)
     best = _ref_top(exact, k)
     np.testing.assert_array_equal(got_rows, rows[best])
     np.testing.assert_array_equal(got_scores, exact[best])
+    # The same rows scored in the order given (duplicates and no rows included).
+    again = np.concatenate([rows, rows[:2]])
+    ref_at = np.array([blocks[owner[r]][row[r]] @ q for r in again], np.float32)
+    np.testing.assert_array_equal(kernels.exact_at(addresses, owner, row, again, q), ref_at)
+    empty = kernels.exact_at(addresses, owner, row, np.empty(0, np.int64), q)
+    assert empty.shape == (0,) and empty.dtype == np.float32
     # Every row of some blocks, in block order; and one block alone.
     pick = rng.permutation(n_blocks)[: rng.integers(0, n_blocks + 1)]
     counts = np.array([b.shape[0] for b in blocks], np.int64)

@@ -174,3 +174,29 @@ def test_document_numbers_name_cells_until_a_re_add_or_a_compaction_renumbers_th
     assert set(lex.cids_of(got)) <= {"c1200", "c1300", "c1400", "c1450"}
     assert len(got) == 3 and (np.diff(vals) <= 0).all()
     np.testing.assert_array_equal(lex.scores_at(got, *lex.scores(words)), vals)
+
+
+def test_liveness_and_generation_follow_every_change_of_the_cells():
+    lex = LexicalIndex()
+    ids = [f"c{i}" for i in range(3000)]  # past the liveness array's first capacity
+    seen = {lex.generation}
+    for cid in ids:
+        lex.add(cid, f"alpha {cid}")
+    assert lex.generation not in seen
+    docs = lex.numbers(ids)
+    assert not lex.dead(docs).any()
+    before = lex.generation
+    lex.remove("c5")
+    assert lex.generation != before and lex.dead(docs[[5]]).tolist() == [True]
+    before = lex.generation
+    lex.remove("missing")  # nothing changed: the generation stands
+    assert lex.generation == before
+    for cid in ids[:2000]:
+        lex.remove(cid)  # compacted: new numbers, all alive
+    left = lex.numbers(ids[2000:])
+    assert (left >= 0).all() and not lex.dead(left).any()
+    arrays = lex.export_arrays()
+    cids, vocab = arrays.pop("cids").tolist(), arrays.pop("terms").tolist()
+    restored = LexicalIndex.from_arrays(arrays, cids, vocab)
+    assert restored.generation != lex.generation
+    assert not restored.dead(restored.numbers(ids[2000:])).any()
