@@ -203,24 +203,18 @@ class ScorerState:
                 col[unknown] = lexical.numbers(self.cell_ids(unknown))
             self._point(col[new], new)
             self._doc_rows_n = n
-        out = np.full(docs.shape[0], -1, np.int64)
-        table = self._doc_rows
-        at = np.flatnonzero((docs >= 0) & (docs < table.shape[0]))
-        rows = table[docs[at]]
-        held = rows >= 0
-        at, rows = at[held], rows[held]
-        if not rows.size:
-            return out
-        blocks = self.rows.cols["block"][rows]
-        slots = self.blocks.cols["slot"][blocks]
-        n_slots = self.slot_block.shape[0]
-        inside = slots < n_slots
-        slots = np.where(inside, slots, 0)
-        current = inside & (self.slot_block[slots] == blocks) & ~self.stale[slots]
-        current &= col[rows] == docs[at]
-        current &= ~lexical.dead(docs[at])
-        out[at[current]] = rows[current]
-        return out
+        from magnetic_core._search.kernels import doc_rows  # numba: loaded by the probe
+
+        return doc_rows(
+            docs,
+            self._doc_rows,
+            col,
+            self.rows.cols["block"],
+            self.blocks.cols["slot"],
+            self.slot_block,
+            self.stale,
+            lexical.liveness,
+        )
 
     def row_slots(self, rows: np.ndarray) -> np.ndarray:
         """The slot of each (current) row's group."""

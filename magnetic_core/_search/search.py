@@ -112,7 +112,7 @@ def run_search(
     budget, group_cells = _budgets(index, plan, usable)
     sims = scorer.centroid_scores(q) if scorer is not None else matvec(index.centroids, q)
     probe = _kernels().probe_groups(sims, group_sizes(index), plan.n_probe, group_cells)
-    stages = Stages.of(index, catalog, plan, probe)
+    stages = Stages.of(index, catalog, plan, probe, scorer)
     keep = max(plan.rerank, 4 * plan.k)
     if (
         usable

@@ -14,6 +14,7 @@ from magnetic_core._index.index import HierIndex
 from magnetic_core._store.catalog import Catalog
 
 if TYPE_CHECKING:
+    from magnetic_core._search.scorer import Scorer
     from magnetic_core._search.search import SearchPlan
     from magnetic_core._text.lexical import LexicalIndex
 
@@ -36,7 +37,16 @@ class Stages:
     _boosted_docs: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, index: HierIndex, catalog: Catalog, plan: SearchPlan, probe: np.ndarray) -> Stages:
+    def of(
+        cls,
+        index: HierIndex,
+        catalog: Catalog,
+        plan: SearchPlan,
+        probe: np.ndarray,
+        scorer: Scorer | None = None,
+    ) -> Stages:
+        """The stages of ``plan`` around the centroid stage's ``probe`` (``scorer``: the
+        index's, when current, to find the routed cells' groups by array operations)."""
         boosting: list[tuple[str, set[str]]] = []
         entity_slots: set[int] = set()
         slots = np.sort(probe)
@@ -45,14 +55,13 @@ class Stages:
             n = len(catalog)
             boost_limit = max(10, int(plan.max_entity_share * n))
             route_limit = max(10, int(plan.max_route_cells / max(n, 1) * n))
-            loc = index.loc
             for entity in plan.entities:
                 cells = catalog.entity_cells.get(entity)
                 if not cells or len(cells) > boost_limit:
                     continue
                 boosting.append((entity, cells))
                 if len(cells) <= route_limit:
-                    entity_slots.update(loc[c].slot for c in cells if c in loc)
+                    entity_slots.update(_slots_of(index, catalog, scorer, entity, cells))
             if entity_slots:
                 slots = np.union1d(probe, np.fromiter(entity_slots, np.int64, len(entity_slots)))
         return cls(slots, probe, entity_slots, boosting, lexical_scores(catalog, plan), set())
@@ -94,6 +103,24 @@ _ENTITY_DOCS: weakref.WeakKeyDictionary[LexicalIndex, tuple[int, dict[str, np.nd
     weakref.WeakKeyDictionary()
 )
 _ENTITY_DOCS_MAX = 4096  # entities kept per index (then forgotten all at once)
+
+
+def _slots_of(
+    index: HierIndex, catalog: Catalog, scorer: Scorer | None, entity: str, cells: set[str]
+) -> list[int]:
+    """The slots of the groups holding ``cells`` (the cells of ``entity``): from the
+    scorer's rows where it holds them, by id for the others."""
+    loc = index.loc
+    if scorer is None:
+        return [loc[c].slot for c in cells if c in loc]
+    lexical = catalog.lexical
+    docs = entity_docs(lexical, entity, cells)
+    rows = scorer.doc_rows(docs, lexical)
+    held = rows >= 0
+    found = scorer.row_slots(rows[held]).tolist()
+    if not held.all():
+        found += [loc[c].slot for c in lexical.cids_of(docs[~held]) if c in loc]
+    return found
 
 
 def entity_docs(lexical: LexicalIndex, entity: str, cells: set[str]) -> np.ndarray:

@@ -16,6 +16,7 @@ be searched never pays for them).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -34,6 +35,11 @@ __all__ = ["LexicalIndex", "index_terms", "stem"]
 
 # Keys of document numberings, unique across indexes: see ``LexicalIndex.numbering``.
 _NUMBERINGS = itertools.count()
+
+
+@functools.lru_cache(maxsize=256)
+def _query_terms(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(index_terms(text)))
 
 
 class LexicalIndex:
@@ -212,8 +218,9 @@ class LexicalIndex:
 
     @staticmethod
     def query_terms(text: str) -> tuple[str, ...]:
-        """The distinct stemmed content words of a query."""
-        return tuple(dict.fromkeys(index_terms(text)))
+        """The distinct stemmed content words of a query (kept for the last few hundred
+        queries, as their entities are)."""
+        return _query_terms(text)
 
     def scores(self, query: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """BM25 of every cell sharing a term with the query.
@@ -313,6 +320,11 @@ class LexicalIndex:
         """The cell ids of live document numbers (from :meth:`numbers` or :meth:`scores`)."""
         cids = self._cids
         return [cids[d] for d in docs.tolist()]  # type: ignore[misc]  # live: never None
+
+    @property
+    def liveness(self) -> np.ndarray:
+        """Whether each number is still its cell's, by number (False past the last one)."""
+        return self._alive
 
     def dead(self, docs: np.ndarray) -> np.ndarray:
         """Whether each (non-negative) document number is no longer a cell's."""
