@@ -149,13 +149,17 @@ def _terms(
         boosts = _boosted(pool, start, stages, catalog).astype(np.float32)
         boosts *= np.float32(plan.entity_boost)
     lex = None
-    lexical = stages.lexical
-    if lexical is not None:
+    if stages.lexical_terms:
         # BM25 normalised by the query's best BM25, so the weight means the same for every
         # query: the best lexical match gains ``lexical_weight`` on top of its cosine.
-        docs, vals = lexical
-        scale = np.float32(plan.lexical_weight / float(vals.max()))
-        lex = catalog.lexical.scores_at(pool.docs(catalog.lexical)[start:], docs, vals) * scale
+        bm25 = pool.bm25
+        if bm25 is None or stages.lexical_best is None:
+            scored = stages.lexical
+            assert scored is not None and stages.lexical_best is not None  # terms: scored
+            bm25 = catalog.lexical.scores_at(pool.docs(catalog.lexical)[start:], *scored)
+        else:
+            bm25 = bm25[start:]
+        lex = bm25 * np.float32(plan.lexical_weight / stages.lexical_best)
     rank = scores
     if boosts is not None:
         rank = rank + boosts

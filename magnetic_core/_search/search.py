@@ -126,18 +126,44 @@ def run_search(
         pool = found
     else:
         pool = _exact(index, scorer, plan, stages, keep)
-    if stages.lexical is not None:
-        lexical = catalog.lexical
-        top, _ = lexical.top_docs(*stages.lexical, max(plan.lexical_candidates, plan.k))
-        top_ids = lexical.cids_of(top)
-        pool.extend_docs(index, top, q, top_ids, scorer)
-        stages.lexical_ids = set(top_ids)
+    if stages.lexical_terms:
+        _join_lexical(index, catalog, plan, stages, pool, scorer)
     picked = rank(index, pool, stages, catalog, plan)
     fallback = len(picked) < plan.k and len(stages.slots) < n_groups
     if fallback:
         pool = exact_pool(index, scorer, range(n_groups), q)
         picked = rank(index, pool, stages, catalog, plan)
     return candidates(index, plan, stages, picked, fallback)
+
+
+def _join_lexical(
+    index: HierIndex,
+    catalog: Catalog,
+    plan: SearchPlan,
+    stages: Stages,
+    pool: Pool,
+    scorer: Scorer | None,
+) -> None:
+    """The best BM25 cells join the pool. A pool named by document number (a coded probe)
+    that gains no thread neighbours gets its cells' BM25 in the same pass, so fusion reads
+    it in place; others look it up in every match's score (``Stages.lexical``)."""
+    lexical = catalog.lexical
+    n_top = max(plan.lexical_candidates, plan.k)
+    if pool.has_docs_only() and not _threaded(catalog, plan):
+        found = lexical.pool_scores(stages.lexical_terms, pool.docs(lexical), n_top)
+        if found is not None:
+            top, top_vals, at_pool = found
+            stages.lexical_best = float(top_vals[0])
+            pool.extend_docs(index, top, plan.vector, None, scorer, bm25=(at_pool, top_vals))
+            stages.lexical_ids = set(lexical.cids_of(top))
+            return
+    scored = stages.lexical
+    if scored is None:
+        return
+    top, _ = lexical.top_docs(*scored, n_top)
+    top_ids = lexical.cids_of(top)
+    pool.extend_docs(index, top, plan.vector, top_ids, scorer)
+    stages.lexical_ids = set(top_ids)
 
 
 def _ready(index: HierIndex, plan: SearchPlan, scorer: Scorer | None) -> tuple[Scorer | None, bool]:

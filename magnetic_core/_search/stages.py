@@ -31,8 +31,13 @@ class Stages:
     # The boosting entities and their cells; the union (``boosted``) and its document
     # numbers (``boosted_docs``) are made when first asked for.
     boosting: list[tuple[str, set[str]]]
-    lexical: tuple[np.ndarray, np.ndarray] | None
+    # The query's words when the lexical stage runs (some cell holds one), else ().
+    lexical_terms: tuple[str, ...]
     lexical_ids: set[str]
+    # The query's best BM25, once a search has it (see ``lexical``).
+    lexical_best: float | None = None
+    _lexicon: LexicalIndex | None = field(default=None, repr=False)
+    _lexical: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     _boosted: set[str] | None = field(default=None, repr=False)
     _boosted_docs: np.ndarray | None = field(default=None, repr=False)
 
@@ -64,7 +69,22 @@ class Stages:
                     entity_slots.update(_slots_of(index, catalog, scorer, entity, cells))
             if entity_slots:
                 slots = np.union1d(probe, np.fromiter(entity_slots, np.int64, len(entity_slots)))
-        return cls(slots, probe, entity_slots, boosting, lexical_scores(catalog, plan), set())
+        words: tuple[str, ...] = ()
+        if plan.lexical_weight > 0 and plan.lexical_terms:
+            words = plan.lexical_terms if catalog.lexical.matches(plan.lexical_terms) else ()
+        return cls(slots, probe, entity_slots, boosting, words, set(), _lexicon=catalog.lexical)
+
+    @property
+    def lexical(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """BM25 ``(docs, scores)`` of every cell holding a query word (None when the stage
+        is off), made when first asked for: a coded probe's pool gets what it needs of
+        them in one pass (``LexicalIndex.pool_scores``) and never asks."""
+        if not self.lexical_terms or self._lexicon is None:
+            return None
+        if self._lexical is None:
+            self._lexical = self._lexicon.scores(self.lexical_terms)
+            self.lexical_best = float(self._lexical[1].max())
+        return self._lexical
 
     @property
     def boosted(self) -> set[str]:
@@ -91,7 +111,7 @@ class Stages:
     def plain(self, plan: SearchPlan) -> bool:
         """Whether the best k by cosine are the answer (nothing re-ranks them)."""
         boosts = bool(self.boosting) and plan.entity_boost != 0.0
-        return not boosts and self.lexical is None and not plan.exclude
+        return not boosts and not self.lexical_terms and not plan.exclude
 
 
 # Per lexical index: (its generation, entity -> its cells' document numbers, ascending).

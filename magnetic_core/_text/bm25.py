@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bm25_scores"]
+from magnetic_core._search.kernels import top_k
+
+__all__ = ["bm25_pool", "bm25_scores"]
 
 
 @njit(cache=True, nogil=True)
@@ -44,6 +46,54 @@ def bm25_scores(
         n_slots: document numbers are below this.
         acc: float64 scratch of at least ``n_slots`` zeros (zeros again on return).
     """
+    seen = _accumulate(docs, tfs, bounds, weights, lengths, avgdl, k1, b, n_slots, acc)
+    return _collect(seen, acc, min(n_slots, docs.shape[0]))
+
+
+@njit(cache=True, nogil=True)
+def bm25_pool(
+    docs: np.ndarray,
+    tfs: np.ndarray,
+    bounds: np.ndarray,
+    weights: np.ndarray,
+    lengths: np.ndarray,
+    avgdl: float,
+    k1: float,
+    b: float,
+    n_slots: int,
+    acc: np.ndarray,
+    pool: np.ndarray,
+    n_top: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`bm25_scores` as a search uses it, in one pass: ``(top docs, their scores,
+    scores of pool)``: the ``n_top`` best documents, best first (ties: the lower number
+    first), and the BM25 of each number in ``pool`` (0 for one no term holds or below 0).
+    """
+    seen = _accumulate(docs, tfs, bounds, weights, lengths, avgdl, k1, b, n_slots, acc)
+    at_pool = np.zeros(pool.shape[0], np.float32)
+    for i in range(pool.shape[0]):
+        d = pool[i]
+        if 0 <= d < n_slots:
+            at_pool[i] = np.float32(acc[d])
+    found, vals = _collect(seen, acc, min(n_slots, docs.shape[0]))
+    best = top_k(vals, n_top)
+    return found[best], vals[best], at_pool
+
+
+@njit(cache=True, nogil=True)
+def _accumulate(
+    docs: np.ndarray,
+    tfs: np.ndarray,
+    bounds: np.ndarray,
+    weights: np.ndarray,
+    lengths: np.ndarray,
+    avgdl: float,
+    k1: float,
+    b: float,
+    n_slots: int,
+    acc: np.ndarray,
+) -> np.ndarray:
+    """Add every posting's BM25 term into ``acc``; the bitmap of the documents touched."""
     kk, one_b = np.float32(k1), np.float32(1.0 - b)
     per_len = np.float32(b) / np.float32(avgdl)
     # One bit per document marks the touched ones: reading the set bits in order gives them
@@ -57,7 +107,14 @@ def bm25_scores(
             tf = tfs[i]
             acc[d] += w * tf / (tf + kk * (one_b + per_len * lengths[d]))
             seen[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
-    found = np.empty(min(n_slots, docs.shape[0]) + 1, np.int64)
+    return seen
+
+
+@njit(cache=True, nogil=True)
+def _collect(seen: np.ndarray, acc: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+    """The touched documents (at most ``most``) ascending and their scores; ``acc`` is
+    zeroed again where they were."""
+    found = np.empty(most + 1, np.int64)
     vals = np.empty(found.shape[0], np.float32)
     m = 0
     for word in range(seen.shape[0]):

@@ -24,6 +24,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, MutableMapping
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 
@@ -233,22 +234,56 @@ class LexicalIndex:
         Returns:
             ``(docs, scores)``: document numbers (ascending) and their BM25 scores.
         """
-        n = len(self._docno)
-        if n == 0:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
         # Zero-copy views of the postings, released before returning: an ``array`` that
         # exports its buffer cannot grow, and the next write must be able to append.
         views: list[np.ndarray] = []
         try:
-            return self._scores(query, n, views)
+            args = self._kernel_args(query, views)
+            if args is None:
+                return np.empty(0, np.int64), np.empty(0, np.float32)
+            from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
+
+            return bm25_scores(*args)
         finally:
             views.clear()
 
-    def _scores(
-        self, query: Iterable[str], n: int, views: list[np.ndarray]
-    ) -> tuple[np.ndarray, np.ndarray]:
-        from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
+    def pool_scores(
+        self, query: Iterable[str], pool: np.ndarray, n_top: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """What a search needs of :meth:`scores`, in one compiled pass: the ``n_top`` best
+        ``(docs, scores)``, best first (ties: the lower number first), and the score of
+        each document number in ``pool`` (0 where absent); None when no term matches.
 
+        Nothing the size of the matches is kept or searched (17K documents for a 25-word
+        query at 100K cells)."""
+        views: list[np.ndarray] = []
+        try:
+            args = self._kernel_args(query, views)
+            if args is None:
+                return None
+            from magnetic_core._text.bm25 import bm25_pool  # numba: imported on first use
+
+            return bm25_pool(*args, pool, n_top)  # type: ignore[call-arg]  # numba's typing
+        finally:
+            views.clear()
+
+    def matches(self, query: Iterable[str]) -> bool:
+        """Whether :meth:`scores` of ``query`` finds any document."""
+        n = len(self._docno)
+        for term in query:
+            post = self._posting(term)
+            if post is not None and (n < 20 or len(post[0]) <= self.max_df_share * n):
+                return True
+        return False
+
+    def _kernel_args(
+        self, query: Iterable[str], views: list[np.ndarray]
+    ) -> tuple[Any, ...] | None:
+        """The BM25 kernels' arguments for ``query`` (None when no term is scored); the
+        postings' views are added to ``views``, for the caller to release."""
+        n = len(self._docno)
+        if n == 0:
+            return None
         weights: list[float] = []
         for term in dict.fromkeys(query):
             post = self._posting(term)
@@ -260,14 +295,14 @@ class LexicalIndex:
             weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (self.k1 + 1.0))
             views.extend(post)
         if not weights:
-            return np.empty(0, np.int64), np.empty(0, np.float32)
+            return None
         docs = np.concatenate(views[0::2]).astype(np.int64, copy=False)
         tfs = np.concatenate(views[1::2])
         sizes = [v.shape[0] for v in views[0::2]]
         bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         views.append(np.frombuffer(self._length, dtype=np.float32))
         avgdl = max(self._total_length / n, 1e-9)
-        return bm25_scores(
+        return (
             docs,
             tfs,
             bounds,
