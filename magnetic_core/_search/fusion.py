@@ -197,6 +197,8 @@ def rank(
     """The best ``k`` (id, cosine, boost, lexical, context) by their sum that pass the filter."""
     if not len(pool):
         return []
+    if _compiled(pool, stages, catalog, plan):
+        return _compiled_rank(pool, stages, catalog, plan)
     fused = fuse(index, pool, stages, catalog, plan)
     k = plan.k
     if plan.exclude:
@@ -223,3 +225,43 @@ def rank(
             if len(picked) == k:
                 break
     return picked
+
+
+_NO_DOCS = np.empty(0, np.int64)
+
+
+def _compiled(pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan) -> bool:
+    """Whether the pool is ranked in one compiled pass: named by document number, its BM25
+    at hand (or the stage off), no filter, no exclusion and no conversation lift."""
+    if plan.predicate is not None or plan.exclude or not pool.has_docs_only():
+        return False
+    if stages.lexical_terms and (pool.bm25 is None or stages.lexical_best is None):
+        return False
+    threaded = plan.context_weight > 0.0 or plan.session_weight > 0.0
+    return not threaded or not len(catalog.threads)
+
+
+def _compiled_rank(
+    pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan
+) -> list[tuple[str, float, float, float, float]]:
+    """:func:`rank` of a pool that :func:`_compiled` accepts (the same terms and sums)."""
+    from magnetic_core._search.fusion_kernel import fused_top  # numba: loaded by the probe
+
+    lexical = catalog.lexical
+    n = len(pool)
+    boosted, boost = _NO_DOCS, np.float32(0.0)
+    if stages.boosting and plan.entity_boost != 0.0:
+        boosted, boost = stages.boosted_docs(lexical), np.float32(plan.entity_boost)
+    bm25, scale = pool.bm25, np.float32(0.0)
+    if stages.lexical_terms and stages.lexical_best is not None:
+        scale = np.float32(plan.lexical_weight / stages.lexical_best)
+    if bm25 is None:
+        bm25 = np.zeros(n, np.float32)
+    rows, boosts, lex = fused_top(
+        pool.scores, pool.docs(lexical), boosted, boost, bm25, scale, plan.k
+    )
+    cosines = pool.scores[rows].tolist()
+    return [
+        (pool.id_at(r), c, b, x, 0.0)
+        for r, c, b, x in zip(rows.tolist(), cosines, boosts.tolist(), lex.tolist(), strict=True)
+    ]
