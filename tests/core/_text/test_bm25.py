@@ -114,3 +114,23 @@ def test_bm25_pool_gives_the_best_and_the_pools_scores_of_the_same_pass(
     np.testing.assert_array_equal(top_vals, all_vals[best])
     want = dict(zip(all_docs.tolist(), all_vals.tolist(), strict=True))
     np.testing.assert_array_equal(at_pool, [want.get(d, 0.0) for d in pool.tolist()])
+
+
+def test_postings_across_many_blocks_and_out_of_order_are_all_added():
+    """The accumulation walks the documents block by block; postings spanning many blocks,
+    and a posting list out of order, still give every document's full score."""
+    rng = np.random.default_rng(11)
+    n_docs = 20000  # several accumulation blocks
+    lengths = rng.integers(1, 60, n_docs).astype(np.float32)
+    postings = []
+    for density in (0.3, 0.01, 0.6):
+        docs = np.flatnonzero(rng.random(n_docs) < density).astype(np.int64)
+        postings.append((docs, rng.integers(1, 5, docs.shape[0]).astype(np.float32)))
+    shuffled = rng.permutation(postings[1][0].shape[0])
+    postings[1] = (postings[1][0][shuffled], postings[1][1][shuffled])
+    weights = [1.5, 4.0, 0.7]
+    avgdl = float(lengths.mean())
+    got_docs, got = _call(postings, weights, lengths, avgdl)
+    want_docs, want = _reference(postings, weights, lengths, avgdl, 1.2, 0.75)
+    assert got_docs.tolist() == want_docs.tolist()
+    np.testing.assert_allclose(got, want, rtol=2e-6)
