@@ -17,6 +17,12 @@
 The final ranking is exact over the candidates (cosine + boost + lexical), so ``k`` results
 come back whenever ``k`` cells match. Probing every group with no boost and no lexical weight
 is exact flat search.
+
+A coded probe names its cells by BM25 document number, the one integer numbering the text
+stages share: the scorer maps numbers to its rows (slots and exact cosines by address), an
+entity's numbers are kept until the lexical index changes, BM25 gives the pool's scores in
+the pass that finds its best matches, and the pool is ranked in one compiled pass
+(:mod:`magnetic_core._search.fusion_kernel`). Ids are made only for the hits.
 """
 
 from __future__ import annotations
