@@ -19,9 +19,10 @@ ratio; the CPU ratio is what the code costs. Recall@10 of both paths is tie-awar
 exact search (the text path's fusion trades some of it for lexical matches: its purpose).
 
 A store built in the process labels each group the first time a hit lands in it (about
-1 ms each at 100K); text queries reach more groups than vector queries, so without
-``--labelled`` part of their cost is that one-time labelling, which a store opened from
-its snapshot (labels saved) never pays. ``--labelled`` labels every group first.
+1 ms each at 100K), which a store opened from its snapshot (labels saved) never pays; text
+queries reach more groups than vector queries. ``--labelled`` labels every group first, to
+see whether that one-time cost is part of the ratio (at 100K it was not: the text p50 did
+not drop, ``text_path_100k_labelled.md``).
 
 When the Reuters cache is still being written, the vectors cached so far are used (the
 first ``N + queries`` passages in file order, shuffled with seed 42) and the result says so.
