@@ -30,7 +30,7 @@ from magnetic_core._sleep.sleeper import Sleeper
 from magnetic_core._sleep.supersession import superseded_ids
 from magnetic_core._store.concurrency import async_twin
 from magnetic_core._store.writes import WritePath
-from magnetic_core._text.entities import extract_entities
+from magnetic_core._text.entities import query_entities
 from magnetic_core._text.inputs import check_id_list, check_k
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.config import MemoryConfig
@@ -201,7 +201,7 @@ class MagneticMemory(WritePath, SleepMode):
             vector=q,
             k=k,
             n_probe=n_probe or config.n_probe,
-            entities=tuple(extract_entities(query)) if query else (),
+            entities=query_entities(query) if query else (),
             entity_boost=config.entity_boost if entity_boost is None else entity_boost,
             predicate=predicate,
             lexical_terms=LexicalIndex.query_terms(query) if query else (),

@@ -42,6 +42,9 @@ class Pool:
             raise ValueError("a pool without ids needs document numbers and their index")
         self._ids, self._docs, self._lexical = ids, docs, lexical
         self.scores = scores
+        # Each row's BM25 for the query, when the lexical stage gave it with the rows
+        # (``extend_docs(bm25=)``); None once rows join without it.
+        self.bm25: np.ndarray | None = None
         self._have: set[str] | None = None
 
     def __len__(self) -> int:
@@ -85,6 +88,7 @@ class Pool:
             have = self._have = set(self._ids)
         new = [c for c in dict.fromkeys(cids) if c not in have and c in loc]
         if new:
+            self.bm25 = None
             have.update(new)
             self._ids = [*self._ids, *new]
             if self._docs is not None:
@@ -98,9 +102,19 @@ class Pool:
         docs: np.ndarray,
         q: np.ndarray,
         cids: list[str] | None = None,
+        scorer: Scorer | None = None,
+        rows: np.ndarray | None = None,
+        bm25: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """:meth:`extend` by distinct document numbers in the pool's lexical index
-        (``cids``: the same cells' ids, when known)."""
+        (``cids``: the same cells' ids, when known). Given the scorer (current for the
+        index), cells it holds are scored from its blocks by address (``rows``: their
+        :meth:`Scorer.doc_rows`, when known), the others by id. ``bm25``: the BM25 of the
+        pool's rows so far and of ``docs``, kept as :attr:`bm25`."""
+        if bm25 is not None and self._docs is not None and self._ids is None:
+            self.bm25 = bm25[0]
+        else:
+            self.bm25 = None
         if self._docs is None or self._ids is not None:
             if cids is None:
                 assert self._lexical is not None
@@ -117,14 +131,27 @@ class Pool:
             fresh &= have[at] != docs
         if not fresh.any():
             return
-        new = docs[fresh]
-        assert self._lexical is not None
-        if cids is None:
-            names = self._lexical.cids_of(new)
-        else:
-            names = [cids[i] for i in np.flatnonzero(fresh).tolist()]
+        at = np.flatnonzero(fresh)
+        new = docs[at]
+        lexical = self._lexical
+        assert lexical is not None
+        scores = np.empty(new.shape[0], np.float32)
+        by_id = np.arange(new.shape[0])
+        if scorer is not None:
+            held = scorer.doc_rows(new, lexical) if rows is None else rows[at]
+            found = held >= 0
+            scores[found] = scorer.row_cosines(held[found], q)
+            by_id = np.flatnonzero(~found)
+        if by_id.size:
+            if cids is None:
+                names = lexical.cids_of(new[by_id])
+            else:
+                names = [cids[i] for i in at[by_id].tolist()]
+            scores[by_id] = index.vectors(names) @ q
         self._docs = np.concatenate([self._docs, new])
-        self.scores = np.concatenate([self.scores, index.vectors(names) @ q])
+        self.scores = np.concatenate([self.scores, scores])
+        if bm25 is not None and self.bm25 is not None:
+            self.bm25 = np.concatenate([self.bm25, bm25[1][at]])
 
 
 # Rows per block of a single-query product. OpenBLAS runs larger matrix-vector products on

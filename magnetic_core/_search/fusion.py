@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from magnetic_core._index.index import HierIndex
     from magnetic_core._search.exact import Pool
     from magnetic_core._search.search import SearchPlan
+    from magnetic_core._search.stages import Stages
     from magnetic_core._store.catalog import Catalog
 
 __all__ = ["Fused", "fuse", "rank"]
@@ -107,13 +108,12 @@ class Fused:
 def fuse(
     index: HierIndex,
     pool: Pool,
-    boosted: set[str],
-    lexical: tuple[np.ndarray, np.ndarray] | None,
+    stages: Stages,
     catalog: Catalog,
     plan: SearchPlan,
 ) -> Fused:
     """The ranking terms of every pooled cell (the pool gains the best cells' neighbours)."""
-    fused = _terms(pool, 0, boosted, lexical, catalog, plan)
+    fused = _terms(pool, 0, stages, catalog, plan)
     threads = catalog.threads
     if not len(threads) or not len(fused):
         return fused
@@ -126,7 +126,7 @@ def fuse(
         ids = pool.ids
         pool.extend(index, (nb for i in top for nb in threads.neighbours(ids[i])), plan.vector)
         if len(pool) > have:
-            fused = fused.concat(_terms(pool, have, boosted, lexical, catalog, plan))
+            fused = fused.concat(_terms(pool, have, stages, catalog, plan))
     lifted = lift(
         threads, fused.ids, fused.rank, plan.context_weight, plan.session_weight, CONTEXT_TOP
     )
@@ -138,24 +138,28 @@ def fuse(
 def _terms(
     pool: Pool,
     start: int,
-    boosted: set[str],
-    lexical: tuple[np.ndarray, np.ndarray] | None,
+    stages: Stages,
     catalog: Catalog,
     plan: SearchPlan,
 ) -> Fused:
     """The terms of the pool's rows from ``start`` on."""
     scores = pool.scores[start:]
     boosts = None
-    if boosted and plan.entity_boost != 0.0:
-        boosts = _boosted(pool, start, boosted, catalog).astype(np.float32)
+    if stages.boosting and plan.entity_boost != 0.0:
+        boosts = _boosted(pool, start, stages, catalog).astype(np.float32)
         boosts *= np.float32(plan.entity_boost)
     lex = None
-    if lexical is not None:
+    if stages.lexical_terms:
         # BM25 normalised by the query's best BM25, so the weight means the same for every
         # query: the best lexical match gains ``lexical_weight`` on top of its cosine.
-        docs, vals = lexical
-        scale = np.float32(plan.lexical_weight / float(vals.max()))
-        lex = catalog.lexical.scores_at(pool.docs(catalog.lexical)[start:], docs, vals) * scale
+        bm25 = pool.bm25
+        if bm25 is None or stages.lexical_best is None:
+            scored = stages.lexical
+            assert scored is not None and stages.lexical_best is not None  # terms: scored
+            bm25 = catalog.lexical.scores_at(pool.docs(catalog.lexical)[start:], *scored)
+        else:
+            bm25 = bm25[start:]
+        lex = bm25 * np.float32(plan.lexical_weight / stages.lexical_best)
     rank = scores
     if boosts is not None:
         rank = rank + boosts
@@ -165,29 +169,37 @@ def _terms(
     return Fused(pool, scores, boosts, lex, None, rank, at)
 
 
-def _boosted(pool: Pool, start: int, boosted: set[str], catalog: Catalog) -> np.ndarray:
+def _boosted(pool: Pool, start: int, stages: Stages, catalog: Catalog) -> np.ndarray:
     """Whether each pooled cell from ``start`` on holds a query entity: by document number
-    when the pool names its cells so and the boosted cells are fewer, else by id."""
+    when the pool names its cells so, else by id."""
     lexical = catalog.lexical
     n = len(pool) - start
-    if pool.has_docs_only() and len(boosted) <= 4 * n:
-        return np.isin(pool.docs(lexical)[start:], lexical.numbers(boosted))
+    if pool.has_docs_only():
+        boosted_docs = stages.boosted_docs(lexical)
+        # Membership in the sorted boosted numbers by one search (np.isin costs ten
+        # times more on a few hundred numbers).
+        if not boosted_docs.shape[0]:
+            return np.zeros(n, bool)
+        docs = pool.docs(lexical)[start:]
+        at = np.minimum(np.searchsorted(boosted_docs, docs), boosted_docs.shape[0] - 1)
+        return boosted_docs[at] == docs
     ids = pool.ids[start:] if start else pool.ids
-    return np.fromiter(map(boosted.__contains__, ids), dtype=bool, count=n)
+    return np.fromiter(map(stages.boosted.__contains__, ids), dtype=bool, count=n)
 
 
 def rank(
     index: HierIndex,
     pool: Pool,
-    boosted: set[str],
-    lexical: tuple[np.ndarray, np.ndarray] | None,
+    stages: Stages,
     catalog: Catalog,
     plan: SearchPlan,
 ) -> list[tuple[str, float, float, float, float]]:
     """The best ``k`` (id, cosine, boost, lexical, context) by their sum that pass the filter."""
     if not len(pool):
         return []
-    fused = fuse(index, pool, boosted, lexical, catalog, plan)
+    if _compiled(pool, stages, catalog, plan):
+        return _compiled_rank(pool, stages, catalog, plan)
+    fused = fuse(index, pool, stages, catalog, plan)
     k = plan.k
     if plan.exclude:
         # Excluded cells (few) are dropped before the top k are taken.
@@ -213,3 +225,43 @@ def rank(
             if len(picked) == k:
                 break
     return picked
+
+
+_NO_DOCS = np.empty(0, np.int64)
+
+
+def _compiled(pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan) -> bool:
+    """Whether the pool is ranked in one compiled pass: named by document number, its BM25
+    at hand (or the stage off), no filter, no exclusion and no conversation lift."""
+    if plan.predicate is not None or plan.exclude or not pool.has_docs_only():
+        return False
+    if stages.lexical_terms and (pool.bm25 is None or stages.lexical_best is None):
+        return False
+    threaded = plan.context_weight > 0.0 or plan.session_weight > 0.0
+    return not threaded or not len(catalog.threads)
+
+
+def _compiled_rank(
+    pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan
+) -> list[tuple[str, float, float, float, float]]:
+    """:func:`rank` of a pool that :func:`_compiled` accepts (the same terms and sums)."""
+    from magnetic_core._search.fusion_kernel import fused_top  # numba: loaded by the probe
+
+    lexical = catalog.lexical
+    n = len(pool)
+    boosted, boost = _NO_DOCS, np.float32(0.0)
+    if stages.boosting and plan.entity_boost != 0.0:
+        boosted, boost = stages.boosted_docs(lexical), np.float32(plan.entity_boost)
+    bm25, scale = pool.bm25, np.float32(0.0)
+    if stages.lexical_terms and stages.lexical_best is not None:
+        scale = np.float32(plan.lexical_weight / stages.lexical_best)
+    if bm25 is None:
+        bm25 = np.zeros(n, np.float32)
+    rows, boosts, lex = fused_top(
+        pool.scores, pool.docs(lexical), boosted, boost, bm25, scale, plan.k
+    )
+    cosines = pool.scores[rows].tolist()
+    return [
+        (pool.id_at(r), c, b, x, 0.0)
+        for r, c, b, x in zip(rows.tolist(), cosines, boosts.tolist(), lex.tolist(), strict=True)
+    ]

@@ -28,6 +28,8 @@ from numba.extending import intrinsic
 __all__ = [
     "block_scores",
     "code_scores",
+    "doc_rows",
+    "exact_at",
     "exact_rows",
     "exact_top",
     "list_scores",
@@ -211,6 +213,57 @@ def exact_top(
         scores[t] = _dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
     best = top_k(scores, k)
     return rows[best], scores[best]
+
+
+@njit(cache=True, nogil=True)
+def exact_at(
+    addresses: np.ndarray,
+    row_block: np.ndarray,
+    row_in_block: np.ndarray,
+    rows: np.ndarray,
+    q: np.ndarray,
+) -> np.ndarray:
+    """Exact cosines of the given arena rows from their blocks, in the order given."""
+    n = rows.shape[0]
+    stride = q.shape[0] * 4
+    scores = np.empty(n, np.float32)
+    for t in range(n):
+        r = rows[t]
+        scores[t] = _dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+    return scores
+
+
+@njit(cache=True, nogil=True)
+def doc_rows(
+    docs: np.ndarray,
+    table: np.ndarray,
+    doc_col: np.ndarray,
+    row_block: np.ndarray,
+    block_slot: np.ndarray,
+    slot_block: np.ndarray,
+    stale: np.ndarray,
+    alive: np.ndarray,
+) -> np.ndarray:
+    """The arena row of each document number's cell, -1 where none is current.
+
+    ``table[d]`` is the newest row recorded for number ``d``; it counts only if the row
+    still names ``d`` (``doc_col``), ``d`` is alive, and the row's block is the one its
+    slot points at now and that slot is not stale.
+    """
+    n = docs.shape[0]
+    out = np.full(n, -1, np.int64)
+    for i in range(n):
+        d = docs[i]
+        if d < 0 or d >= table.shape[0] or d >= alive.shape[0] or not alive[d]:
+            continue
+        r = table[d]
+        if r < 0 or doc_col[r] != d:
+            continue
+        h = row_block[r]
+        s = block_slot[h]
+        if 0 <= s < slot_block.shape[0] and slot_block[s] == h and not stale[s]:
+            out[i] = r
+    return out
 
 
 @njit(cache=True, nogil=True)

@@ -327,6 +327,20 @@ class Scorer:
             return np.concatenate([docs, lexical.numbers(extra_ids)])[order], merged
         return docs, scores
 
+    def doc_rows(self, docs: np.ndarray, lexical: LexicalIndex) -> np.ndarray:
+        """The arena row of each document's cell (-1 where no current block holds it)."""
+        return self._state.rows_of_docs(docs, lexical)
+
+    def row_slots(self, rows: np.ndarray) -> np.ndarray:
+        """The slot of each row's group (rows from :meth:`doc_rows`)."""
+        return self._state.row_slots(rows)
+
+    def row_cosines(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """Exact cosines of the given rows' cells, read from their blocks by address."""
+        cols = self._state.rows.cols
+        addresses = self._state.blocks.cols["address"]
+        return _kernels().exact_at(addresses, cols["block"], cols["row"], rows, q)
+
     def _probe_rows(
         self, index: HierIndex, slots: np.ndarray, q: np.ndarray, budget: int, keep: int, k: int
     ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:

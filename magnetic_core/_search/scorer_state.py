@@ -68,7 +68,11 @@ class ScorerState:
         self.block_group: list[Group] = []
         self.block_ref: list[np.ndarray] = []
         self.blocks = _Arena(
-            address=((), np.int64), count=((), np.int64), first=((), np.int64), end=((), np.int64)
+            address=((), np.int64),
+            count=((), np.int64),
+            first=((), np.int64),
+            end=((), np.int64),
+            slot=((), np.int64),  # the slot the block's group held when it was coded
         )
         self.lists = _Arena(
             mean=((dim,), np.float32),
@@ -87,6 +91,10 @@ class ScorerState:
         )
         # The BM25 numbering ``rows.doc`` holds numbers of (``LexicalIndex.numbering``).
         self.doc_key: int | None = None
+        # Document number -> the newest row holding it (-1: none), for rows below
+        # ``_doc_rows_n``; a row is used only while its block is current (``rows_of_docs``).
+        self._doc_rows = np.empty(0, np.int64)
+        self._doc_rows_n = 0
         self.slot_key: list[tuple[Group, int] | None] = []
         self.slot_block = np.empty(0, np.int64)
         self.stale = np.empty(0, bool)
@@ -134,11 +142,7 @@ class ScorerState:
         and the numbers are looked up again. Searches write the same numbers, so
         concurrent ones may race harmlessly.
         """
-        col = self.rows.cols["doc"]
-        if self.doc_key != lexical.numbering:
-            n = self.rows.n
-            col[:n] = lexical.numbers(self.cell_ids(np.arange(n)))
-            self.doc_key = lexical.numbering
+        col = self._doc_column(lexical)
         docs = col[rows]
         again = docs < 0
         known = np.flatnonzero(~again)
@@ -147,8 +151,74 @@ class ScorerState:
         if missing.size:
             found = lexical.numbers(self.cell_ids(rows[missing]))
             docs[missing] = found
-            col[rows[missing]] = found
+            self._note_docs(rows[missing], found)
         return docs
+
+    def _doc_column(self, lexical: LexicalIndex) -> np.ndarray:
+        """``rows.doc`` in ``lexical``'s numbering (every row looked up when it changed)."""
+        col = self.rows.cols["doc"]
+        if self.doc_key != lexical.numbering:
+            n = self.rows.n
+            self._doc_rows, self._doc_rows_n = np.empty(0, np.int64), 0
+            col[:n] = lexical.numbers(self.cell_ids(np.arange(n)))
+            self.doc_key = lexical.numbering
+        return col
+
+    def _note_docs(self, rows: np.ndarray, docs: np.ndarray) -> None:
+        """Record the document numbers of the given rows (found by id)."""
+        self.rows.cols["doc"][rows] = docs
+        at = rows < self._doc_rows_n
+        self._point(docs[at], rows[at])
+
+    def _point(self, docs: np.ndarray, rows: np.ndarray) -> None:
+        """``_doc_rows[docs] = rows`` (numbers below 0 skipped), grown as needed."""
+        live = docs >= 0
+        docs, rows = docs[live], rows[live]
+        if not docs.size:
+            return
+        table = self._doc_rows
+        top = int(docs.max())
+        if top >= table.shape[0]:
+            grown = np.full(max(2 * table.shape[0], top + 1, 1024), -1, np.int64)
+            grown[: table.shape[0]] = table
+            table = grown
+        table[docs] = rows  # rows ascend: the newest row of a number wins
+        self._doc_rows = table
+
+    def rows_of_docs(self, docs: np.ndarray, lexical: LexicalIndex) -> np.ndarray:
+        """The row of each document's cell in a block that still describes its group, -1
+        where there is none (a cell of a stale or uncoded group, a dead number, -1).
+
+        Lets a search score BM25's and the entity stage's cells from the blocks by
+        address and find their slots by array operations, with no look-up per cell id.
+        Rows appended since the last call are looked up by id first (at most the cells a
+        few searches coded again).
+        """
+        col = self._doc_column(lexical)
+        n = self.rows.n
+        if self._doc_rows_n < n:
+            new = np.arange(self._doc_rows_n, n)
+            unknown = new[col[new] < 0]
+            if unknown.size:
+                col[unknown] = lexical.numbers(self.cell_ids(unknown))
+            self._point(col[new], new)
+            self._doc_rows_n = n
+        from magnetic_core._search.kernels import doc_rows  # numba: loaded by the probe
+
+        return doc_rows(
+            docs,
+            self._doc_rows,
+            col,
+            self.rows.cols["block"],
+            self.blocks.cols["slot"],
+            self.slot_block,
+            self.stale,
+            lexical.liveness,
+        )
+
+    def row_slots(self, rows: np.ndarray) -> np.ndarray:
+        """The slot of each (current) row's group."""
+        return self.blocks.cols["slot"][self.rows.cols["block"][rows]]
 
     def resize(self, n_slots: int) -> None:
         """Follow the index's slot count (new slots start stale)."""
@@ -189,6 +259,7 @@ class ScorerState:
             count=np.fromiter((g.n for g in groups), np.int64, len(groups)),
             first=list_first,
             end=list_first + list_counts,
+            slot=slots,
         )
         # Readers may be scoring meanwhile: a slot turns clean only once all is written.
         self.slot_block[slots] = handles

@@ -17,6 +17,12 @@
 The final ranking is exact over the candidates (cosine + boost + lexical), so ``k`` results
 come back whenever ``k`` cells match. Probing every group with no boost and no lexical weight
 is exact flat search.
+
+A coded probe names its cells by BM25 document number, the one integer numbering the text
+stages share: the scorer maps numbers to its rows (slots and exact cosines by address), an
+entity's numbers are kept until the lexical index changes, BM25 gives the pool's scores in
+the pass that finds its best matches, and the pool is ranked in one compiled pass
+(:mod:`magnetic_core._search.fusion_kernel`). Ids are made only for the hits.
 """
 
 from __future__ import annotations
@@ -112,7 +118,7 @@ def run_search(
     budget, group_cells = _budgets(index, plan, usable)
     sims = scorer.centroid_scores(q) if scorer is not None else matvec(index.centroids, q)
     probe = _kernels().probe_groups(sims, group_sizes(index), plan.n_probe, group_cells)
-    stages = Stages.of(index, catalog, plan, probe)
+    stages = Stages.of(index, catalog, plan, probe, scorer)
     keep = max(plan.rerank, 4 * plan.k)
     if (
         usable
@@ -126,18 +132,44 @@ def run_search(
         pool = found
     else:
         pool = _exact(index, scorer, plan, stages, keep)
-    if stages.lexical is not None:
-        lexical = catalog.lexical
-        top, _ = lexical.top_docs(*stages.lexical, max(plan.lexical_candidates, plan.k))
-        top_ids = lexical.cids_of(top)
-        pool.extend_docs(index, top, q, top_ids)
-        stages.lexical_ids = set(top_ids)
-    picked = rank(index, pool, stages.boosted, stages.lexical, catalog, plan)
+    if stages.lexical_terms:
+        _join_lexical(index, catalog, plan, stages, pool, scorer)
+    picked = rank(index, pool, stages, catalog, plan)
     fallback = len(picked) < plan.k and len(stages.slots) < n_groups
     if fallback:
         pool = exact_pool(index, scorer, range(n_groups), q)
-        picked = rank(index, pool, stages.boosted, stages.lexical, catalog, plan)
+        picked = rank(index, pool, stages, catalog, plan)
     return candidates(index, plan, stages, picked, fallback)
+
+
+def _join_lexical(
+    index: HierIndex,
+    catalog: Catalog,
+    plan: SearchPlan,
+    stages: Stages,
+    pool: Pool,
+    scorer: Scorer | None,
+) -> None:
+    """The best BM25 cells join the pool. A pool named by document number (a coded probe)
+    that gains no thread neighbours gets its cells' BM25 in the same pass, so fusion reads
+    it in place; others look it up in every match's score (``Stages.lexical``)."""
+    lexical = catalog.lexical
+    n_top = max(plan.lexical_candidates, plan.k)
+    if pool.has_docs_only() and not _threaded(catalog, plan):
+        found = lexical.pool_scores(stages.lexical_terms, pool.docs(lexical), n_top)
+        if found is not None:
+            top, top_vals, at_pool = found
+            stages.lexical_best = float(top_vals[0])
+            pool.extend_docs(index, top, plan.vector, None, scorer, bm25=(at_pool, top_vals))
+            stages.lexical_ids = set(lexical.cids_of(top))
+            return
+    scored = stages.lexical
+    if scored is None:
+        return
+    top, _ = lexical.top_docs(*scored, n_top)
+    top_ids = lexical.cids_of(top)
+    pool.extend_docs(index, top, plan.vector, top_ids, scorer)
+    stages.lexical_ids = set(top_ids)
 
 
 def _ready(index: HierIndex, plan: SearchPlan, scorer: Scorer | None) -> tuple[Scorer | None, bool]:
@@ -200,10 +232,32 @@ def _coded(
         lexical = catalog.lexical
         docs, scores = scorer.probe_docs(index, stages.slots, q, budget, keep, lexical)
         pool = Pool(None, scores, docs, lexical)
-    if stages.boosted and plan.entity_boost > 0:
-        slot_set = set(stages.slots.tolist())
-        pool.extend(index, (c for c in stages.boosted if index.loc[c].slot in slot_set), q)
+    if stages.boosting and plan.entity_boost > 0:
+        _extend_boosted(index, catalog, stages, scorer, pool, q)
     return pool
+
+
+def _extend_boosted(
+    index: HierIndex, catalog: Catalog, stages: Stages, scorer: Scorer, pool: Pool, q: np.ndarray
+) -> None:
+    """Add the boosted cells of the probed groups to a pool named by document number:
+    their slots and cosines from the scorer's rows by array operations (an entity can
+    boost thousands of cells), by id only for the cells of groups changed since coded."""
+    lexical = catalog.lexical
+    docs = stages.boosted_docs(lexical)
+    rows = scorer.doc_rows(docs, lexical)
+    slots = np.full(docs.shape[0], -1, np.int64)
+    held = rows >= 0
+    slots[held] = scorer.row_slots(rows[held])
+    by_id = np.flatnonzero(~held)
+    if by_id.size:
+        loc = index.loc
+        slots[by_id] = [loc[c].slot for c in lexical.cids_of(docs[by_id])]
+    probed = np.zeros(len(index.slot_groups), bool)
+    probed[stages.slots] = True
+    keep = np.flatnonzero(probed[slots])
+    if keep.size:
+        pool.extend_docs(index, docs[keep], q, None, scorer, rows[keep])
 
 
 def _exact(
@@ -218,7 +272,7 @@ def _exact(
         return pool
     best = _kernels().top_k(pool.scores, keep)
     kept = Pool([pool.ids[i] for i in best.tolist()], pool.scores[best])
-    if stages.boosted and plan.entity_boost > 0:
+    if stages.boosting and plan.entity_boost > 0:
         slot_set = set(stages.slots.tolist())
         boosted = (c for c in stages.boosted if index.loc[c].slot in slot_set)
         kept.extend(index, boosted, plan.vector)

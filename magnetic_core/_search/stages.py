@@ -4,7 +4,8 @@ cells an entity boosts, and the BM25 scores of the query's words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,9 +14,11 @@ from magnetic_core._index.index import HierIndex
 from magnetic_core._store.catalog import Catalog
 
 if TYPE_CHECKING:
+    from magnetic_core._search.scorer import Scorer
     from magnetic_core._search.search import SearchPlan
+    from magnetic_core._text.lexical import LexicalIndex
 
-__all__ = ["Stages", "lexical_scores"]
+__all__ = ["Stages", "entity_docs", "lexical_scores"]
 
 
 @dataclass
@@ -25,13 +28,31 @@ class Stages:
     slots: np.ndarray  # probed group slots (centroid stage, then entity routes), int64
     centroid_slots: np.ndarray
     entity_slots: set[int]
-    boosted: set[str]
-    lexical: tuple[np.ndarray, np.ndarray] | None
+    # The boosting entities and their cells; the union (``boosted``) and its document
+    # numbers (``boosted_docs``) are made when first asked for.
+    boosting: list[tuple[str, set[str]]]
+    # The query's words when the lexical stage runs (some cell holds one), else ().
+    lexical_terms: tuple[str, ...]
     lexical_ids: set[str]
+    # The query's best BM25, once a search has it (see ``lexical``).
+    lexical_best: float | None = None
+    _lexicon: LexicalIndex | None = field(default=None, repr=False)
+    _lexical: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _boosted: set[str] | None = field(default=None, repr=False)
+    _boosted_docs: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, index: HierIndex, catalog: Catalog, plan: SearchPlan, probe: np.ndarray) -> Stages:
-        boosted: set[str] = set()
+    def of(
+        cls,
+        index: HierIndex,
+        catalog: Catalog,
+        plan: SearchPlan,
+        probe: np.ndarray,
+        scorer: Scorer | None = None,
+    ) -> Stages:
+        """The stages of ``plan`` around the centroid stage's ``probe`` (``scorer``: the
+        index's, when current, to find the routed cells' groups by array operations)."""
+        boosting: list[tuple[str, set[str]]] = []
         entity_slots: set[int] = set()
         slots = np.sort(probe)
         if plan.entities:
@@ -39,22 +60,101 @@ class Stages:
             n = len(catalog)
             boost_limit = max(10, int(plan.max_entity_share * n))
             route_limit = max(10, int(plan.max_route_cells / max(n, 1) * n))
-            loc = index.loc
             for entity in plan.entities:
                 cells = catalog.entity_cells.get(entity)
                 if not cells or len(cells) > boost_limit:
                     continue
-                boosted |= cells
+                boosting.append((entity, cells))
                 if len(cells) <= route_limit:
-                    entity_slots.update(loc[c].slot for c in cells if c in loc)
+                    entity_slots.update(_slots_of(index, catalog, scorer, entity, cells))
             if entity_slots:
                 slots = np.union1d(probe, np.fromiter(entity_slots, np.int64, len(entity_slots)))
-        return cls(slots, probe, entity_slots, boosted, lexical_scores(catalog, plan), set())
+        words: tuple[str, ...] = ()
+        if plan.lexical_weight > 0 and plan.lexical_terms:
+            words = plan.lexical_terms if catalog.lexical.matches(plan.lexical_terms) else ()
+        return cls(slots, probe, entity_slots, boosting, words, set(), _lexicon=catalog.lexical)
+
+    @property
+    def lexical(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """BM25 ``(docs, scores)`` of every cell holding a query word (None when the stage
+        is off), made when first asked for: a coded probe's pool gets what it needs of
+        them in one pass (``LexicalIndex.pool_scores``) and never asks."""
+        if not self.lexical_terms or self._lexicon is None:
+            return None
+        if self._lexical is None:
+            self._lexical = self._lexicon.scores(self.lexical_terms)
+            self.lexical_best = float(self._lexical[1].max())
+        return self._lexical
+
+    @property
+    def boosted(self) -> set[str]:
+        """The cells holding a boosting entity of the query."""
+        cells = self._boosted
+        if cells is None:
+            cells = set().union(*(c for _, c in self.boosting)) if self.boosting else set()
+            self._boosted = cells
+        return cells
+
+    def boosted_docs(self, lexical: LexicalIndex) -> np.ndarray:
+        """The boosted cells' document numbers in ``lexical``, ascending (made once per
+        query, from each entity's numbers, which are kept until the index changes)."""
+        docs = self._boosted_docs
+        if docs is None:
+            parts = [entity_docs(lexical, e, cells) for e, cells in self.boosting]
+            if not parts:
+                docs = np.empty(0, np.int64)
+            else:
+                docs = parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+            self._boosted_docs = docs
+        return docs
 
     def plain(self, plan: SearchPlan) -> bool:
         """Whether the best k by cosine are the answer (nothing re-ranks them)."""
-        boosts = bool(self.boosted) and plan.entity_boost != 0.0
-        return not boosts and self.lexical is None and not plan.exclude
+        boosts = bool(self.boosting) and plan.entity_boost != 0.0
+        return not boosts and not self.lexical_terms and not plan.exclude
+
+
+# Per lexical index: (its generation, entity -> its cells' document numbers, ascending).
+# A text query's entities are mostly the store's recurring names, and the commonest are
+# held by thousands of cells: their numbers looked up by id cost a query at 100K cells
+# 0.25 ms. Every change of the catalog's cells passes through the lexical index, which
+# then moves its generation, so the numbers kept are those of the current cells.
+_ENTITY_DOCS: weakref.WeakKeyDictionary[LexicalIndex, tuple[int, dict[str, np.ndarray]]] = (
+    weakref.WeakKeyDictionary()
+)
+_ENTITY_DOCS_MAX = 4096  # entities kept per index (then forgotten all at once)
+
+
+def _slots_of(
+    index: HierIndex, catalog: Catalog, scorer: Scorer | None, entity: str, cells: set[str]
+) -> list[int]:
+    """The slots of the groups holding ``cells`` (the cells of ``entity``): from the
+    scorer's rows where it holds them, by id for the others."""
+    loc = index.loc
+    if scorer is None:
+        return [loc[c].slot for c in cells if c in loc]
+    lexical = catalog.lexical
+    docs = entity_docs(lexical, entity, cells)
+    rows = scorer.doc_rows(docs, lexical)
+    held = rows >= 0
+    found = scorer.row_slots(rows[held]).tolist()
+    if not held.all():
+        found += [loc[c].slot for c in lexical.cids_of(docs[~held]) if c in loc]
+    return found
+
+
+def entity_docs(lexical: LexicalIndex, entity: str, cells: set[str]) -> np.ndarray:
+    """The document numbers of ``cells`` (the cells holding ``entity``), ascending."""
+    kept = _ENTITY_DOCS.get(lexical)
+    if kept is None or kept[0] != lexical.generation or len(kept[1]) >= _ENTITY_DOCS_MAX:
+        kept = (lexical.generation, {})
+        _ENTITY_DOCS[lexical] = kept
+    docs = kept[1].get(entity)
+    if docs is None:
+        docs = np.sort(lexical.numbers(list(cells)))
+        docs = docs[np.searchsorted(docs, 0) :]
+        kept[1][entity] = docs
+    return docs
 
 
 def lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:

@@ -102,13 +102,13 @@ def rank_ceiling(entity_boost: float, lexical_weight: float, query: str | None) 
     (1.3, 1.0)
     """
     # Imported here: the lexical index imports this module.
-    from magnetic_core._text.entities import extract_entities
+    from magnetic_core._text.entities import query_entities
     from magnetic_core._text.lexical import LexicalIndex
 
     if not query:
         return 1.0
     ceiling = 1.0
-    if entity_boost > 0 and extract_entities(query):
+    if entity_boost > 0 and query_entities(query):
         ceiling += float(entity_boost)
     if lexical_weight > 0 and LexicalIndex.query_terms(query):
         ceiling += float(lexical_weight)

@@ -1,12 +1,12 @@
 """The compiled BM25 accumulation of the lexical stage (numba).
 
 One pass over the query terms' postings, in query-term order, summing each document's
-terms in float64 into a dense scratch row, then one pass over that row for the documents
-touched: no per-term temporaries, no sort. The scratch row is the caller's and is left
-zeroed again (only the touched entries are written back), so a query allocates no row
-the size of the store: a fresh 800 KB row per query at 100K documents cost its page faults
-and pushed the scorer's arrays out of cache. Tested against the numpy formula in
-``tests/core/_text/test_bm25.py``.
+terms in float64 into a dense scratch row and marking it in a bitmap, then the set bits in
+order for the documents touched: no per-term temporaries, no sort. The scratch row is the
+caller's and is left zeroed again (only the touched entries are written back), so a query
+allocates no row the size of the store: a fresh 800 KB row per query at 100K documents
+cost its page faults and pushed the scorer's arrays out of cache. Tested against the numpy
+formula in ``tests/core/_text/test_bm25.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bm25_scores"]
+from magnetic_core._search.kernels import top_k
+
+__all__ = ["bm25_pool", "bm25_scores"]
 
 
 @njit(cache=True, nogil=True)
@@ -44,25 +46,92 @@ def bm25_scores(
         n_slots: document numbers are below this.
         acc: float64 scratch of at least ``n_slots`` zeros (zeros again on return).
     """
+    seen = _accumulate(docs, tfs, bounds, weights, lengths, avgdl, k1, b, n_slots, acc)
+    return _collect(seen, acc, min(n_slots, docs.shape[0]))
+
+
+@njit(cache=True, nogil=True)
+def bm25_pool(
+    docs: np.ndarray,
+    tfs: np.ndarray,
+    bounds: np.ndarray,
+    weights: np.ndarray,
+    lengths: np.ndarray,
+    avgdl: float,
+    k1: float,
+    b: float,
+    n_slots: int,
+    acc: np.ndarray,
+    pool: np.ndarray,
+    n_top: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`bm25_scores` as a search uses it, in one pass: ``(top docs, their scores,
+    scores of pool)``: the ``n_top`` best documents, best first (ties: the lower number
+    first), and the BM25 of each number in ``pool`` (0 for one no term holds or below 0).
+    """
+    seen = _accumulate(docs, tfs, bounds, weights, lengths, avgdl, k1, b, n_slots, acc)
+    at_pool = np.zeros(pool.shape[0], np.float32)
+    for i in range(pool.shape[0]):
+        d = pool[i]
+        if 0 <= d < n_slots:
+            at_pool[i] = np.float32(acc[d])
+    found, vals = _collect(seen, acc, min(n_slots, docs.shape[0]))
+    best = top_k(vals, n_top)
+    return found[best], vals[best], at_pool
+
+
+@njit(cache=True, nogil=True)
+def _accumulate(
+    docs: np.ndarray,
+    tfs: np.ndarray,
+    bounds: np.ndarray,
+    weights: np.ndarray,
+    lengths: np.ndarray,
+    avgdl: float,
+    k1: float,
+    b: float,
+    n_slots: int,
+    acc: np.ndarray,
+) -> np.ndarray:
+    """Add every posting's BM25 term into ``acc``; the bitmap of the documents touched."""
     kk, one_b = np.float32(k1), np.float32(1.0 - b)
     per_len = np.float32(b) / np.float32(avgdl)
+    # One bit per document marks the touched ones: reading the set bits in order gives them
+    # ascending without a pass over the whole scratch row (800 KB at 100K documents, a
+    # quarter of the stage's time there) and without a sort.
+    seen = np.zeros((n_slots >> 6) + 1, np.uint64)
     for t in range(bounds.shape[0] - 1):
         w = weights[t]
         for i in range(bounds[t], bounds[t + 1]):
             d = docs[i]
             tf = tfs[i]
             acc[d] += w * tf / (tf + kk * (one_b + per_len * lengths[d]))
-    # Every term adds a positive score, so the touched documents are the non-zero entries:
-    # one branch-free pass over the scratch row finds them in order (a per-posting "seen"
-    # test and a sort of the touched ones cost three times as much at 100K documents).
-    found = np.empty(min(n_slots, docs.shape[0]) + 1, np.int64)
+            seen[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
+    return seen
+
+
+@njit(cache=True, nogil=True)
+def _collect(seen: np.ndarray, acc: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+    """The touched documents (at most ``most``) ascending and their scores; ``acc`` is
+    zeroed again where they were."""
+    found = np.empty(most + 1, np.int64)
+    vals = np.empty(found.shape[0], np.float32)
     m = 0
-    for d in range(n_slots):
-        found[m] = d
-        m += acc[d] != 0.0
-    vals = np.empty(m, np.float32)
-    for i in range(m):
-        d = found[i]
-        vals[i] = np.float32(acc[d])
-        acc[d] = 0.0
-    return found[:m], vals
+    for word in range(seen.shape[0]):
+        x = seen[word]
+        while x != 0:
+            low = x & (~x + np.uint64(1))  # the lowest set bit
+            d = (word << 6) + _BIT[(low * _DE_BRUIJN) >> np.uint64(58)]
+            found[m] = d
+            vals[m] = np.float32(acc[d])
+            acc[d] = 0.0
+            m += 1
+            x ^= low
+    return found[:m], vals[:m]
+
+
+# The position of a lone set bit: its product with a de Bruijn sequence has a distinct top
+# six bits for each position (a table look-up instead of a loop over 64 bits).
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_BIT = np.zeros(64, np.int64)
+_BIT[[((int(_DE_BRUIJN) << i) & (2**64 - 1)) >> 58 for i in range(64)]] = np.arange(64)

@@ -8,13 +8,14 @@ time, lower-cased, and indexed from entity to groups and cells.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import re
 from collections.abc import Callable
 
 from magnetic_core._text.tokenize import COMMON_WORDS
 
-__all__ = ["extract_entities"]
+__all__ = ["extract_entities", "query_entities"]
 
 _URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -140,6 +141,17 @@ def extract_entities(text: str) -> list[str]:
     spans.freeze()
     _capitalised(text, spans, keep)
     return list(found)
+
+
+@functools.lru_cache(maxsize=256)
+def query_entities(text: str) -> tuple[str, ...]:
+    """:func:`extract_entities` of a query, kept for the last few hundred queries: a search
+    and its adapter's distance (``rank_ceiling``) both ask for them.
+
+    >>> query_entities("where is config.yaml?")
+    ('config.yaml',)
+    """
+    return tuple(extract_entities(text))
 
 
 def _capitalised(text: str, spans: _Spans, keep: Callable[[str, int, int], None]) -> None:

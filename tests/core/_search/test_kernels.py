@@ -95,6 +95,12 @@ def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int)
     best = _ref_top(exact, k)
     np.testing.assert_array_equal(got_rows, rows[best])
     np.testing.assert_array_equal(got_scores, exact[best])
+    # The same rows scored in the order given (duplicates and no rows included).
+    again = np.concatenate([rows, rows[:2]])
+    ref_at = np.array([blocks[owner[r]][row[r]] @ q for r in again], np.float32)
+    np.testing.assert_array_equal(kernels.exact_at(addresses, owner, row, again, q), ref_at)
+    empty = kernels.exact_at(addresses, owner, row, np.empty(0, np.int64), q)
+    assert empty.shape == (0,) and empty.dtype == np.float32
     # Every row of some blocks, in block order; and one block alone.
     pick = rng.permutation(n_blocks)[: rng.integers(0, n_blocks + 1)]
     counts = np.array([b.shape[0] for b in blocks], np.int64)
@@ -230,3 +236,39 @@ def test_probe_top_is_the_scorer_probe_step_by_step(n_blocks, seed, budget, keep
     want = _ref_probe_top(a, slots, slot_block, q, basis, budget, keep, k)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def _ref_doc_rows(docs, table, doc_col, row_block, block_slot, slot_block, stale, alive):
+    """The rule in numpy: a recorded row counts while it names the number, the number is
+    alive, and its block is the current, clean one of its slot."""
+    out = np.full(docs.shape[0], -1, np.int64)
+    at = np.flatnonzero((docs >= 0) & (docs < min(table.shape[0], alive.shape[0])))
+    at = at[alive[docs[at]]]
+    rows = table[docs[at]]
+    at, rows = at[rows >= 0], rows[rows >= 0]
+    at, rows = at[doc_col[rows] == docs[at]], rows[doc_col[rows] == docs[at]]
+    blocks = row_block[rows]
+    slots = block_slot[blocks]
+    inside = (slots >= 0) & (slots < slot_block.shape[0])
+    slots = np.where(inside, slots, 0)
+    ok = inside & (slot_block[slots] == blocks) & ~stale[slots]
+    out[at[ok]] = rows[ok]
+    return out
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(0, 60), st.integers(1, 8))
+def test_doc_rows_keeps_only_rows_of_current_blocks_like_numpy(seed: int, n_docs: int, n_slots):
+    rng = np.random.default_rng(seed)
+    n_rows, n_blocks, n_numbers = 40, 6, 30
+    table = rng.integers(-1, n_rows, n_numbers)
+    doc_col = np.where(rng.random(n_rows) < 0.8, rng.integers(0, n_numbers, n_rows), -1)
+    doc_col[table[table >= 0][: n_rows // 2]] = np.flatnonzero(table >= 0)[: n_rows // 2]
+    row_block = rng.integers(0, n_blocks, n_rows).astype(np.int32)
+    block_slot = rng.integers(-1, n_slots + 2, n_blocks)  # some past the slots
+    slot_block = rng.integers(-1, n_blocks, n_slots)
+    stale = rng.random(n_slots) < 0.3
+    alive = rng.random(n_numbers + int(rng.integers(-5, 5))) < 0.9
+    docs = rng.integers(-2, n_numbers + 3, n_docs)  # -1s and numbers past the table
+    args = (docs, table, doc_col, row_block, block_slot, slot_block, stale, alive)
+    np.testing.assert_array_equal(kernels.doc_rows(*args), _ref_doc_rows(*args))

@@ -149,3 +149,40 @@ def test_cell_docs_are_looked_up_once_and_again_after_the_lexical_index_renumber
     np.testing.assert_array_equal(
         st.cell_docs(rows[alive], lex), lex.numbers(st.cell_ids(rows[alive]))
     )
+
+
+def test_document_numbers_lead_to_the_rows_of_current_blocks_only():
+    from magnetic_core._text.lexical import LexicalIndex
+    from magnetic_core.eval import clustered_data
+
+    vecs, _ = clustered_data(5000, 32, 20, spread=0.8, decay=1.5, seed=5)
+    ids = [f"c{i}" for i in range(len(vecs))]
+    index = HierIndex(32, 256)
+    index.assign(ids, vecs, 0.6)
+    scorer = Scorer(8, 32)
+    scorer.sync(index)
+    lex = LexicalIndex()
+    for cid in reversed(ids):
+        lex.add(cid, cid)
+    st = scorer._state
+    docs = lex.numbers(ids)
+    rows = scorer.doc_rows(docs, lex)
+    assert (rows >= 0).all()  # every cell is coded in a current block
+    assert st.cell_ids(rows) == ids  # each number leads to its own cell's row
+    np.testing.assert_array_equal(scorer.row_slots(rows), [index.loc[c].slot for c in ids])
+    q = vecs[7]
+    np.testing.assert_allclose(scorer.row_cosines(rows, q), vecs @ q, atol=2e-6)
+    # No row for -1, a number past the index, or a dead number (a cell indexed again).
+    lex.add(ids[3], "new text")
+    odd = np.array([-1, 10**6, docs[3], lex.numbers([ids[3]])[0]])
+    assert scorer.doc_rows(odd, lex).tolist()[:3] == [-1, -1, -1]
+    # A changed group's cells have no row until it is coded again, then its new ones.
+    moved = index.loc[ids[0]]
+    index.remove(ids[0])
+    mates = [c for c in moved.ids]
+    scorer._find_stale(index)
+    assert (scorer.doc_rows(lex.numbers(mates), lex) == -1).all()
+    scorer._recode(index, 10**6)
+    again = scorer.doc_rows(lex.numbers(mates), lex)
+    assert (again >= 0).all() and st.cell_ids(again) == mates
+    assert (again >= rows.max()).all()  # rows appended since, looked up then

@@ -156,3 +156,47 @@ def test_a_coded_probe_fuses_a_cells_words_as_they_are_after_its_text_is_rewritt
     np.testing.assert_allclose(after[0].score, 1.0, atol=1e-5)
     # Its BM25 is the best of the query's (the other cell's two-word text scores lower).
     assert after[0].lexical == pytest.approx(0.5)
+
+
+def test_a_coded_probe_ranks_words_and_entities_as_the_numpy_fusion_does(monkeypatch) -> None:
+    """The compiled fusion of a coded probe's pool (its BM25 from the same pass as the
+    query's best matches) gives the hits, terms and order of the numpy fusion."""
+    from magnetic_core._search import fusion
+    from magnetic_core._search.scorer import Scorer
+    from magnetic_core._store.record import CellRecord
+
+    n = 8000
+    vecs, _ = clustered_data(n + 1, 64, 40, spread=0.8, decay=1.5, seed=6)
+    index = HierIndex(64, 256)
+    ids = [f"c{i}" for i in range(n)]
+    index.assign(ids, vecs[1:], 0.6)
+    catalog = Catalog()
+    rng = np.random.default_rng(6)
+    words = ["zebra", "stripes", "quagga", "savanna", "herd", "plain"]
+    for i, cid in enumerate(ids):
+        text = " ".join(rng.choice(words, 2)) if i % 7 == 0 else f"note {i}"
+        entity = ("Quagga",) if i % 37 == 0 else ()  # under 5% of the cells: boosts
+        catalog.put(cid, CellRecord(text, {}, entity, 0.0, 0.0))
+    plan = SearchPlan(
+        vector=vecs[0],
+        k=40,
+        n_probe=4,
+        entities=("Quagga",),
+        entity_boost=0.5,
+        predicate=None,
+        sketch_rank=16,
+        rerank=64,
+        min_cells=1200,
+        lexical_terms=catalog.lexical.query_terms("zebra herd"),
+        lexical_weight=0.3,
+    )
+    scorer = Scorer(16, 32)
+    compiled = run_search(index, catalog, plan, scorer)
+    assert scorer.current(index) and scorer.usable  # the coded path ran
+    monkeypatch.setattr(fusion, "_compiled", lambda *args: False)
+    plain = run_search(index, catalog, plan, scorer)
+    assert [c.id for c in compiled] == [c.id for c in plain]
+    assert any(c.boost > 0 for c in compiled) and any(c.lexical > 0 for c in compiled)
+    for a, b in zip(compiled, plain, strict=True):
+        assert (a.score, a.boost, a.lexical, a.rank_score) == (b.score, b.boost, b.lexical,
+                                                               b.rank_score)  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from magnetic_core._text.bm25 import bm25_scores
+from magnetic_core._text.bm25 import bm25_pool, bm25_scores
 
 
 def _reference(postings, weights, lengths, avgdl, k1, b):
@@ -84,3 +84,53 @@ def test_one_scratch_row_serves_queries_of_different_stores_in_turn():
         assert got_docs.tolist() == want_docs.tolist()
         np.testing.assert_allclose(got, want, rtol=2e-6)
         assert not acc.any()
+
+
+@pytest.mark.parametrize(
+    "n_docs,n_terms,density,n_top,seed",
+    [(300, 5, 0.2, 50, 0), (40, 2, 0.3, 100, 1), (200, 1, 0.0, 5, 2), (500, 8, 0.5, 1, 3)],
+)
+def test_bm25_pool_gives_the_best_and_the_pools_scores_of_the_same_pass(
+    n_docs, n_terms, density, n_top, seed
+):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 5, n_docs).astype(np.float32)  # few lengths: real ties
+    postings = []
+    for _ in range(n_terms):
+        docs = np.flatnonzero(rng.random(n_docs) < density).astype(np.int64)
+        postings.append((docs, rng.integers(1, 3, docs.shape[0]).astype(np.float32)))
+    weights = np.asarray(rng.choice([1.0, 2.0], n_terms), np.float32)
+    docs = np.concatenate([p[0] for p in postings] + [np.empty(0, np.int64)])
+    tfs = np.concatenate([p[1] for p in postings] + [np.empty(0, np.float32)])
+    bounds = np.concatenate([[0], np.cumsum([len(p[0]) for p in postings])]).astype(np.int64)
+    pool = rng.integers(-3, n_docs + 5, 60)  # absent, negative and too large numbers too
+    acc = np.zeros(n_docs + 1)
+    args = (docs, tfs, bounds, weights, lengths, 4.0, 1.2, 0.75, n_docs, acc)
+    top, top_vals, at_pool = bm25_pool(*args, pool, n_top)
+    assert not acc.any()
+    all_docs, all_vals = bm25_scores(*args)
+    best = np.argsort(-all_vals, kind="stable")[:n_top]  # ties: the lower number first
+    assert top.tolist() == all_docs[best].tolist()
+    np.testing.assert_array_equal(top_vals, all_vals[best])
+    want = dict(zip(all_docs.tolist(), all_vals.tolist(), strict=True))
+    np.testing.assert_array_equal(at_pool, [want.get(d, 0.0) for d in pool.tolist()])
+
+
+def test_postings_across_many_blocks_and_out_of_order_are_all_added():
+    """The accumulation walks the documents block by block; postings spanning many blocks,
+    and a posting list out of order, still give every document's full score."""
+    rng = np.random.default_rng(11)
+    n_docs = 20000  # several accumulation blocks
+    lengths = rng.integers(1, 60, n_docs).astype(np.float32)
+    postings = []
+    for density in (0.3, 0.01, 0.6):
+        docs = np.flatnonzero(rng.random(n_docs) < density).astype(np.int64)
+        postings.append((docs, rng.integers(1, 5, docs.shape[0]).astype(np.float32)))
+    shuffled = rng.permutation(postings[1][0].shape[0])
+    postings[1] = (postings[1][0][shuffled], postings[1][1][shuffled])
+    weights = [1.5, 4.0, 0.7]
+    avgdl = float(lengths.mean())
+    got_docs, got = _call(postings, weights, lengths, avgdl)
+    want_docs, want = _reference(postings, weights, lengths, avgdl, 1.2, 0.75)
+    assert got_docs.tolist() == want_docs.tolist()
+    np.testing.assert_allclose(got, want, rtol=2e-6)

@@ -174,3 +174,51 @@ def test_document_numbers_name_cells_until_a_re_add_or_a_compaction_renumbers_th
     assert set(lex.cids_of(got)) <= {"c1200", "c1300", "c1400", "c1450"}
     assert len(got) == 3 and (np.diff(vals) <= 0).all()
     np.testing.assert_array_equal(lex.scores_at(got, *lex.scores(words)), vals)
+
+
+def test_liveness_and_generation_follow_every_change_of_the_cells():
+    lex = LexicalIndex()
+    ids = [f"c{i}" for i in range(3000)]  # past the liveness array's first capacity
+    seen = {lex.generation}
+    for cid in ids:
+        lex.add(cid, f"alpha {cid}")
+    assert lex.generation not in seen
+    docs = lex.numbers(ids)
+    assert not lex.dead(docs).any()
+    before = lex.generation
+    lex.remove("c5")
+    assert lex.generation != before and lex.dead(docs[[5]]).tolist() == [True]
+    before = lex.generation
+    lex.remove("missing")  # nothing changed: the generation stands
+    assert lex.generation == before
+    for cid in ids[:2000]:
+        lex.remove(cid)  # compacted: new numbers, all alive
+    left = lex.numbers(ids[2000:])
+    assert (left >= 0).all() and not lex.dead(left).any()
+    arrays = lex.export_arrays()
+    cids, vocab = arrays.pop("cids").tolist(), arrays.pop("terms").tolist()
+    restored = LexicalIndex.from_arrays(arrays, cids, vocab)
+    assert restored.generation != lex.generation
+    assert not restored.dead(restored.numbers(ids[2000:])).any()
+
+
+def test_pool_scores_are_the_scores_a_search_would_look_up():
+    lex = LexicalIndex()
+    rng = np.random.default_rng(3)
+    words = ["gene", "brca1", "protein", "cell", "berlin", "mouse"] + [f"w{i}" for i in range(20)]
+    for i in range(200):
+        lex.add(f"c{i}", " ".join(rng.choice(words, 4)))
+    query = lex.query_terms("brca1 protein mouse")
+    docs, vals = lex.scores(query)
+    pool = lex.numbers(["c3", "missing", "c150", "c7"])
+    top, top_vals, at_pool = lex.pool_scores(query, pool, 20)
+    want_top, want_vals = lex.top_docs(docs, vals, 20)
+    assert top.tolist() == want_top.tolist()
+    np.testing.assert_array_equal(top_vals, want_vals)
+    np.testing.assert_array_equal(at_pool, lex.scores_at(pool, docs, vals))
+    assert lex.matches(query) and not lex.matches(("zzz",))
+    assert lex.pool_scores(("zzz",), pool, 5) is None
+    everywhere = LexicalIndex()
+    for i in range(30):
+        everywhere.add(f"c{i}", "common word")
+    assert not everywhere.matches(everywhere.query_terms("common"))  # held by too many
