@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from magnetic_core._search.search import SearchPlan
     from magnetic_core._text.lexical import LexicalIndex
 
-__all__ = ["Stages", "entity_docs", "lexical_scores"]
+__all__ = ["Stages", "entity_docs"]
 
 
 @dataclass
@@ -155,11 +155,3 @@ def entity_docs(lexical: LexicalIndex, entity: str, cells: set[str]) -> np.ndarr
         docs = docs[np.searchsorted(docs, 0) :]
         kept[1][entity] = docs
     return docs
-
-
-def lexical_scores(catalog: Catalog, plan: SearchPlan) -> tuple[np.ndarray, np.ndarray] | None:
-    """BM25 ``(docs, scores)`` of the query's words, or None when the stage is off or idle."""
-    if plan.lexical_weight <= 0 or not plan.lexical_terms:
-        return None
-    docs, vals = catalog.lexical.scores(plan.lexical_terms)
-    return (docs, vals) if vals.size else None

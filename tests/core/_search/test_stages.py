@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from magnetic_core._search.search import SearchPlan
-from magnetic_core._search.stages import Stages, lexical_scores
+from magnetic_core._search.stages import Stages
 from magnetic_core._text.lexical import LexicalIndex
 
 from .clustered import RARE, unit
@@ -66,20 +66,21 @@ def test_a_larger_share_lets_a_common_entity_boost(store):
     assert not stages.entity_slots  # more cells than the route limit: boosted, not routed
 
 
-def test_lexical_scores_are_the_bm25_of_the_query_words(store):
+def test_the_lexical_stage_scores_the_bm25_of_the_query_words(store):
     catalog = store.mem._catalog
     q = unit(np.random.default_rng(4))
     terms = LexicalIndex.query_terms("bakeries and castles")
-    found = lexical_scores(catalog, _plan(q, lexical_terms=terms, lexical_weight=0.3))
+    plan = _plan(q, lexical_terms=terms, lexical_weight=0.3)
+    stages = Stages.of(store.mem._index, catalog, plan, _probe(store.mem._index, q, 1))
+    found = stages.lexical
     assert found is not None
     docs, vals = found
     want_docs, want_vals = catalog.lexical.scores(terms)
     np.testing.assert_array_equal(docs, want_docs)
     np.testing.assert_array_equal(vals, want_vals)
     assert (vals > 0).all() and docs.size > 0
-    stages = Stages.of(store.mem._index, catalog, _plan(q, lexical_terms=terms,
-                       lexical_weight=0.3), _probe(store.mem._index, q, 1))  # fmt: skip
-    assert stages.lexical is not None and not stages.plain(_plan(q, lexical_terms=terms))
+    assert stages.lexical_best == float(want_vals.max())
+    assert not stages.plain(_plan(q, lexical_terms=terms))
 
 
 @pytest.mark.parametrize(
@@ -87,10 +88,9 @@ def test_lexical_scores_are_the_bm25_of_the_query_words(store):
 )
 def test_the_lexical_stage_is_off_without_words_weight_or_matches(store, terms, weight):
     q = unit(np.random.default_rng(5))
-    assert (
-        lexical_scores(store.mem._catalog, _plan(q, lexical_terms=terms, lexical_weight=weight))
-        is None
-    )
+    plan = _plan(q, lexical_terms=terms, lexical_weight=weight)
+    stages = Stages.of(store.mem._index, store.mem._catalog, plan, _probe(store.mem._index, q, 1))
+    assert stages.lexical is None and stages.lexical_terms == ()
 
 
 def test_an_exclusion_makes_the_ranking_not_plain(store):
