@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from magnetic_core._index import kernels
+from magnetic_core._index.filing import Filing
 
 if TYPE_CHECKING:
     from magnetic_core._index.group import Group
@@ -69,12 +70,20 @@ class ChunkRun:
         x: np.ndarray,
         threshold: float,
         scratch: Scratch,
+        filing: Filing | None = None,
+        offset: int = 0,
     ) -> None:
+        """``filing`` holds the call's pending rows (``ids``/``x`` start at its row
+        ``offset``); without one the chunk is a call of its own, filed when it ends."""
         self.index, self.ids, self.x, self.threshold = index, ids, x, threshold
+        self.own = filing is None
+        self.filing = Filing(index, ids, x) if filing is None else filing
+        self.offset = offset
         b, g0 = len(ids), len(index.slot_groups)
         # Each row founds at most one group and each split adds one: width bounds the slots.
         width = g0 + 2 * b + 1
         index.reserve(width)
+        self.filing.reserve(width)
         self.sims = scratch.sims(b, width)
         if g0:
             np.matmul(x, index.centroids.T, out=self.sims[:, :g0])
@@ -83,8 +92,7 @@ class ChunkRun:
         self.sq = np.einsum("ij,ij->i", x, x, dtype=np.float64)
         self.norms_l = np.sqrt(self.sq)
         self.stored = self._stored_flags()
-        self.sizes = np.zeros(width, np.int64)
-        self.sizes[:g0] = [g.n for g in index.slot_groups]
+        self.sizes = self.filing.sizes
         self.changed = np.zeros(width, np.bool_)
         self.ch_state = np.zeros((width, 3), np.float64)
         self.out_slot = np.full(b, -1, np.int64)
@@ -97,25 +105,36 @@ class ChunkRun:
 
     def _stored_flags(self) -> np.ndarray:
         """Rows whose id is stored at the start, or comes again later in the chunk."""
-        loc, seen = self.index.loc, set()
+        known, seen = self.index.seq, set()  # stored ones, filed or pending
         flags = np.zeros(len(self.ids), np.bool_)
         for i, cid in enumerate(self.ids):
-            if cid in loc or cid in seen:
+            if cid in known or cid in seen:
                 flags[i] = True
             seen.add(cid)
         return flags
 
     def run(self) -> int:
         """Assign the rows in order; returns how many (fewer than all after a rebalance)."""
-        index, b = self.index, len(self.ids)
+        if not self.own:
+            return self._run()
+        self.index._filing = self.filing
+        try:
+            return self._run()
+        finally:
+            self.filing.flush_all()
+            self.index._filing = None
+
+    def _run(self) -> int:
+        index, b, filing = self.index, len(self.ids), self.filing
         start, forced = 0, -2
         while True:
             g = len(index.slot_groups)
             stop, why, g_after = kernels.assign_rows(
                 self.sims, self.gram, self.x, self.sq, self.norms_l, self.stored,
                 index._totals, index._norms, self.sizes, self.changed, self.ch_state,
-                self.scalars, self.out_slot, start, g, forced, index.max_group_size,
-                len(index.loc), index._next_rebalance, self.threshold,
+                self.scalars, self.out_slot, filing.head, filing.link, self.offset, start, g,
+                forced, index.max_group_size, len(index.seq), index._next_rebalance,
+                self.threshold,
             )  # fmt: skip
             self._file(start, stop, g_after)
             start, forced = stop, -2
@@ -128,6 +147,7 @@ class ChunkRun:
                 self._move(stop)
                 continue
             group = index.slot_groups[int(self.out_slot[stop - 1])]
+            filing.flush(group.slot)  # both events read its members
             if why == kernels.SPLIT:
                 new = index.split(group)
                 for grp in (group, new):
@@ -136,11 +156,13 @@ class ChunkRun:
             elif why == kernels.REFRESH:
                 index._refresh(group)
                 self._exact_column(group, stop)
-            if len(index.loc) == index._next_rebalance:
+            if len(index.seq) == index._next_rebalance:
                 # Every centroid may move: the rest of the chunk starts afresh.
                 self._finish()
+                filing.flush_all()
                 index._next_rebalance *= 2
                 index.rebalance()
+                filing.resync()
                 return stop
         self._finish()
         return b
@@ -152,23 +174,13 @@ class ChunkRun:
         index._refresh_many([index.slot_groups[s] for s in np.flatnonzero(self.changed[:g])])
 
     def _file(self, start: int, stop: int, g_after: int) -> None:
-        """Put rows ``start:stop`` (placed by the loop) into their groups' blocks."""
+        """Note rows ``start:stop`` (placed by the loop; their blocks wait in the filing)."""
         index = self.index
         index.adopt_slots(g_after)
-        if stop <= start:
-            return
-        slots = self.out_slot[start:stop]
-        order = np.argsort(slots, kind="stable")
-        cuts = np.flatnonzero(np.diff(slots[order])) + 1
-        ids, loc = self.ids, index.loc
-        for run in np.split(order + start, cuts):
-            group = index.slot_groups[int(self.out_slot[run[0]])]
-            cids = [ids[r] for r in run.tolist()]
-            group.put(cids, self.x[run])
-            loc.update(dict.fromkeys(cids, group))
         k = stop - start
-        index.seq.update(zip(ids[start:stop], range(self.seq, self.seq + k)))
-        self.seq += k
+        if k > 0:
+            index.seq.update(zip(self.ids[start:stop], range(self.seq, self.seq + k)))
+            self.seq += k
 
     def _exact(self, i: int) -> int:
         """The decision for row ``i`` from exact scores: a slot, or -1 for a new group."""
@@ -180,14 +192,18 @@ class ChunkRun:
 
     def _move(self, i: int) -> None:
         """Take row ``i``'s stored id out of its group, so the row files it afresh."""
-        index = self.index
-        old = index.loc[self.ids[i]]
-        moved = index.remove(self.ids[i])
+        index, cid = self.index, self.ids[i]
+        if cid in index.loc:  # its group's block must be in order before a row leaves it
+            self.filing.flush(index.loc[cid].slot)
+        else:  # filed earlier in this call (rare): find it the plain way
+            self.filing.flush_all()
+        old = index.loc[cid]
+        moved = index.remove(cid)
         self.stored[i] = False
         if moved is not None:
             last, slot = moved
             self.sims[i:, slot] = self.sims[i:, last]
-            self.sizes[slot] = self.sizes[last]
+            self.filing.moved_slot(last, slot)
             self.changed[slot] = self.changed[last]
             self.ch_state[slot] = self.ch_state[last]
             self.changed[last] = False

@@ -16,6 +16,7 @@ import numpy as np
 
 from magnetic_core._index.assign import ChunkRun, Scratch
 from magnetic_core._index.clustering import two_means
+from magnetic_core._index.filing import Filing
 from magnetic_core._index.group import Group
 
 __all__ = ["Group", "HierIndex"]
@@ -58,6 +59,8 @@ class HierIndex:
         self.moved: set[str] = set()
         self.centroid_epoch = 0
         self.sizes_cache: tuple[int, np.ndarray] | None = None
+        # During assign(): rows filed but not yet in their groups' blocks (filing.py).
+        self._filing: Filing | None = None
 
     # -- structure -------------------------------------------------------------------
     @property
@@ -158,6 +161,8 @@ class HierIndex:
         return moved
 
     def _refresh(self, group: Group) -> None:
+        if self._filing is not None:  # a degenerate sum's fallback reads the members
+            self._filing.flush(group.slot)
         self._centroids[group.slot], self._norms[group.slot] = group.centroid_and_norm()
         self.centroid_epoch += 1
 
@@ -284,12 +289,18 @@ class HierIndex:
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         threshold = float(threshold)
         scratch = Scratch()
+        filing = self._filing = Filing(self, ids, x)
         start = 0
-        while start < len(ids):
-            run = ChunkRun(
-                self, ids[start : start + chunk], x[start : start + chunk], threshold, scratch
-            )
-            start += run.run()
+        try:
+            while start < len(ids):
+                end = start + chunk
+                run = ChunkRun(
+                    self, ids[start:end], x[start:end], threshold, scratch, filing, start
+                )
+                start += run.run()
+        finally:
+            filing.flush_all()
+            self._filing = None
 
     def _exact_best(
         self, vec: np.ndarray, row: np.ndarray, floor: float, threshold: float
@@ -304,6 +315,8 @@ class HierIndex:
         best, best_score = None, -math.inf
         for slot in np.flatnonzero(row >= floor).tolist():
             group = self.slot_groups[slot]
+            if self._filing is not None and float(group.total.dot(group.total)) < 1e-20:
+                self._filing.flush(slot)  # centroid() falls back to the members' mean
             score = math.fsum((vec64 * group.centroid()).tolist())
             if score > best_score:
                 best, best_score = group, score

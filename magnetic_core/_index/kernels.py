@@ -30,6 +30,8 @@ __all__ = [
     "SPLIT",
     "STORED",
     "assign_rows",
+    "chain",
+    "chains",
     "score_bound",
 ]
 
@@ -141,6 +143,9 @@ def assign_rows(
     ch_state: np.ndarray,
     scalars: np.ndarray,
     out_slot: np.ndarray,
+    head: np.ndarray,
+    link: np.ndarray,
+    offset: int,
     start: int,
     g: int,
     forced: int,
@@ -162,6 +167,9 @@ def assign_rows(
             sum, mass, rewrites of its column] (see ``HierIndex.assign``).
         scalars: [worst ratio, most rewrites, eps, gamma, scale] of the chunk's bound.
         out_slot: per row, the slot it was filed under (written for filed rows).
+        head, link: the chains of rows waiting to be copied into their groups
+            (:mod:`magnetic_core._index.filing`); row ``i`` of the chunk is ``offset + i``
+            of the call.
         start: first row to file; ``forced`` its decision when >= -1 (-1: a new group),
             taken by the caller from exact scores.
         g: live slots; cap: the size cap; count: cells stored; next_rebalance: the count
@@ -201,9 +209,12 @@ def assign_rows(
             norms[s] = 0.0
             sizes[s] = 0
             changed[s] = False
+            head[s] = -1
         before = _join(i, s, sims, x, sq, norms_l, totals, norms, sizes, changed, ch_state)
         n, n2, m = sizes[s] - 1, ch_state[s, 0], ch_state[s, 1]
         out_slot[i] = s
+        link[offset + i] = head[s]
+        head[s] = offset + i
         count += 1
         if n >= cap:
             scalars[2] = eps
@@ -225,3 +236,42 @@ def assign_rows(
             return i + 1, REBALANCE, g
     scalars[2] = eps
     return b, DONE, g
+
+
+@njit(cache=True)
+def chain(head: np.ndarray, link: np.ndarray, slot: int) -> np.ndarray:
+    """The rows chained from ``head[slot]``, first joined first; the chain is emptied."""
+    n, r = 0, head[slot]
+    while r >= 0:
+        n += 1
+        r = link[r]
+    out = np.empty(n, np.int64)
+    r = head[slot]
+    for k in range(n - 1, -1, -1):
+        out[k] = r
+        r = link[r]
+    head[slot] = -1
+    return out
+
+
+@njit(cache=True)
+def chains(head: np.ndarray, link: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every chain of slots ``:g`` emptied: (rows by slot, each first joined first; bounds).
+
+    Slot ``s``'s rows are ``rows[bounds[s]:bounds[s + 1]]``.
+    """
+    bounds = np.zeros(g + 1, np.int64)
+    for s in range(g):
+        n, r = 0, head[s]
+        while r >= 0:
+            n += 1
+            r = link[r]
+        bounds[s + 1] = bounds[s] + n
+    out = np.empty(bounds[g], np.int64)
+    for s in range(g):
+        r = head[s]
+        for k in range(bounds[s + 1] - 1, bounds[s] - 1, -1):
+            out[k] = r
+            r = link[r]
+        head[s] = -1
+    return out, bounds
