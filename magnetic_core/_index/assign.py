@@ -16,19 +16,20 @@ updated the same way) then has its dot products off by at most
 ``|x| M (gamma_d + (2 + 5 s) u)``, where ``M`` (the mass) is the sum of the norms that went
 into the group's sum and ``s`` how many times the float32 column was rewritten (five
 roundings each); the score is off by that times ``(r + 2 r^2) / M`` with ``r = M / norm``.
-The exact score it is compared with (:meth:`HierIndex._exact_best`) is within ``u |x|`` of
+The exact score it is compared with (:meth:`ChunkRun._exact_best`) is within ``u |x|`` of
 the true one. The bound is twice the sum, plus a tiny absolute term
 (:func:`kernels.score_bound`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from magnetic_core._index import kernels
+from magnetic_core._index import kernels, sketch
 from magnetic_core._index.filing import Filing
 
 if TYPE_CHECKING:
@@ -46,12 +47,19 @@ class Scratch:
     def __init__(self) -> None:
         self._f32 = np.empty(0, np.float32)
         self._gram = np.empty(0, np.float32)
+        self._flags = np.empty(0, np.bool_)
 
     def sims(self, rows: int, cols: int) -> np.ndarray:
         """A (rows, cols) float32 buffer, C-contiguous."""
         if self._f32.size < rows * cols:
             self._f32 = np.empty(max(rows * cols, 2 * self._f32.size), np.float32)
         return self._f32[: rows * cols].reshape(rows, cols)
+
+    def flags(self, rows: int, cols: int) -> np.ndarray:
+        """A (rows, cols) boolean buffer, C-contiguous."""
+        if self._flags.size < rows * cols:
+            self._flags = np.empty(max(rows * cols, 2 * self._flags.size), np.bool_)
+        return self._flags[: rows * cols].reshape(rows, cols)
 
     def gram(self, rows: int) -> np.ndarray:
         """A (rows, rows) float32 buffer, C-contiguous."""
@@ -85,7 +93,11 @@ class ChunkRun:
         index.reserve(width)
         self.filing.reserve(width)
         self.sims = scratch.sims(b, width)
-        if g0:
+        self.bound = scratch.flags(b, width)
+        self.sketch = sketch.for_chunk(index, len(self.filing.ids)) if g0 else None
+        if self.sketch is not None:
+            self._sketch_scores(g0)
+        elif g0:
             np.matmul(x, index.centroids.T, out=self.sims[:, :g0])
         self.gram = scratch.gram(b)
         np.matmul(x, x.T, out=self.gram)
@@ -102,6 +114,18 @@ class ChunkRun:
         eps = kernels.score_bound(gamma, scale, 1.0, 0.0)
         self.scalars = np.array([1.0, 0.0, eps, gamma, scale], np.float64)
         self.seq = index._next_seq
+
+    def _sketch_scores(self, g0: int) -> None:
+        """Exact scores for the centroids that can win, flagged upper bounds elsewhere."""
+        sk = self.sketch
+        assert sk is not None
+        xq = self.x @ sk.basis
+        np.matmul(xq, sk.proj[:g0].T, out=self.sims[:, :g0])
+        self.bound[:, g0:] = False
+        kernels.bound_rows(
+            self.sims, self.bound, self.x, sketch.residual_norms(self.x, xq), sk.res,
+            self.index._centroids, g0, sketch.MARGIN,
+        )  # fmt: skip
 
     def _stored_flags(self) -> np.ndarray:
         """Rows whose id is stored at the start, or comes again later in the chunk."""
@@ -123,6 +147,7 @@ class ChunkRun:
         finally:
             self.filing.flush_all()
             self.index._filing = None
+            self.index._sketch_live = False
 
     def _run(self) -> int:
         index, b, filing = self.index, len(self.ids), self.filing
@@ -132,7 +157,8 @@ class ChunkRun:
             stop, why, g_after = kernels.assign_rows(
                 self.sims, self.gram, self.x, self.sq, self.norms_l, self.stored,
                 index._totals, index._norms, self.sizes, self.changed, self.ch_state,
-                self.scalars, self.out_slot, filing.head, filing.link, self.offset, start, g,
+                self.scalars, self.out_slot, self.bound, self.sketch is not None,
+                filing.head, filing.link, self.offset, start, g,
                 forced, index.max_group_size, len(index.seq), index._next_rebalance,
                 self.threshold,
             )  # fmt: skip
@@ -186,9 +212,38 @@ class ChunkRun:
         """The decision for row ``i`` from exact scores: a slot, or -1 for a new group."""
         g = len(self.index.slot_groups)
         row = self.sims[i, :g]
+        if self.sketch is not None:
+            self._resolve_top(i, g)
         floor = float(row.max()) - 2.0 * float(self.scalars[2])
-        group = self.index._exact_best(self.x[i], row, floor, self.threshold)
-        return -1 if group is None else group.slot
+        return self._exact_best(i, row, floor)
+
+    def _exact_best(self, i: int, row: np.ndarray, floor: float) -> int:
+        """The slot to join (-1: none), from exact scores of the columns at or above ``floor``.
+
+        A score is the dot product of row ``i`` with the group's float32 centroid, computed
+        exactly and rounded once (float32 products are exact in float64; ``math.fsum``),
+        so it does not depend on how the chunk was cut. Ties go to the lowest slot.
+        """
+        index = self.index
+        vec64 = self.x[i].astype(np.float64)
+        best, best_score = -1, -math.inf
+        for slot in np.flatnonzero(row >= floor).tolist():
+            group = index.slot_groups[slot]
+            if float(group.total.dot(group.total)) < 1e-20:
+                self.filing.flush(slot)  # centroid() falls back to the members' mean
+            score = math.fsum((vec64 * group.centroid()).tolist())
+            if score > best_score:
+                best, best_score = slot, score
+        return best if best_score >= self.threshold else -1
+
+    def _resolve_top(self, i: int, g: int) -> None:
+        """Score flagged bounds while one is the row's best (a sum too short for the loop)."""
+        row, flags = self.sims[i, :g], self.bound[i, :g]
+        vec64 = self.x[i].astype(np.float64)
+        while flags[best := int(row.argmax())]:
+            centroid = self.index.slot_groups[best].centroid()
+            row[best] = math.fsum((vec64 * centroid).tolist())
+            flags[best] = False
 
     def _move(self, i: int) -> None:
         """Take row ``i``'s stored id out of its group, so the row files it afresh."""
@@ -203,6 +258,7 @@ class ChunkRun:
         if moved is not None:
             last, slot = moved
             self.sims[i:, slot] = self.sims[i:, last]
+            self.bound[i:, slot] = self.bound[i:, last]
             self.filing.moved_slot(last, slot)
             self.changed[slot] = self.changed[last]
             self.ch_state[slot] = self.ch_state[last]
@@ -217,4 +273,5 @@ class ChunkRun:
         """Recompute a column from the group's (refreshed) centroid row."""
         if start < len(self.ids):
             self.sims[start:, group.slot] = self.x[start:] @ self.index._centroids[group.slot]
+            self.bound[start:, group.slot] = False
         self.changed[group.slot] = False
