@@ -131,6 +131,8 @@ class ChunkRun:
         """Rows whose id is stored at the start, or comes again later in the chunk."""
         known, seen = self.index.seq, set()  # stored ones, filed or pending
         flags = np.zeros(len(self.ids), np.bool_)
+        if known.keys().isdisjoint(self.ids) and len(set(self.ids)) == len(self.ids):
+            return flags  # all new and distinct: the usual bulk load, checked in C
         for i, cid in enumerate(self.ids):
             if cid in known or cid in seen:
                 flags[i] = True
@@ -197,7 +199,7 @@ class ChunkRun:
         index = self.index
         index._next_seq = self.seq
         g = len(index.slot_groups)
-        index._refresh_many([index.slot_groups[s] for s in np.flatnonzero(self.changed[:g])])
+        index.refresh_slots(np.flatnonzero(self.changed[:g]))
 
     def _file(self, start: int, stop: int, g_after: int) -> None:
         """Note rows ``start:stop`` (placed by the loop; their blocks wait in the filing)."""

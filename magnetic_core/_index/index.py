@@ -186,8 +186,11 @@ class HierIndex:
 
     def _refresh_many(self, groups: Iterable[Group]) -> None:
         """:meth:`_refresh` for many groups at once (groups no longer in the index skipped)."""
-        slots = [g.slot for g in groups if self.groups.get(g.gid) is g]
-        if not slots:
+        self.refresh_slots(np.array([g.slot for g in groups if self.groups.get(g.gid) is g]))
+
+    def refresh_slots(self, slots: np.ndarray) -> None:
+        """:meth:`_refresh` for the groups in these (live, distinct) slots."""
+        if not slots.size:
             return
         totals = self._totals[slots]
         norms = np.sqrt(np.einsum("ij,ij->i", totals, totals))

@@ -94,24 +94,22 @@ def _pick(
         return -1
     row = sims[i]
     while True:
-        best = 0
-        top = row[0]
+        # One pass for the best (first of equals) and the best of the others.
+        best, top = 0, row[0]
+        runner, second = -1, np.float32(-np.inf)
         for j in range(1, g):
-            if row[j] > top:
-                top = row[j]
-                best = j
+            v = row[j]
+            if v > top:
+                runner, second = best, top
+                best, top = j, v
+            elif v > second:
+                runner, second = j, v
         if pruned and bound[i, best]:
             if _resolve(i, best, sims, bound, x, totals):
                 continue
             return -2
         top64 = np.float64(top)
         if top64 >= threshold + eps:
-            second = -np.inf
-            runner = -1
-            for j in range(g):
-                if j != best and row[j] > second:
-                    second = row[j]
-                    runner = j
             if np.float64(second) < top64 - 2.0 * eps:
                 return best
             if pruned and bound[i, runner] and _resolve(i, runner, sims, bound, x, totals):
