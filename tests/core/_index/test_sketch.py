@@ -42,6 +42,18 @@ def test_sketched_upserts_equal_one_at_a_time():
     assert _state(index) == _state(single)
 
 
+def test_sketched_rebalancing_equals_one_at_a_time():
+    vecs, _ = clustered_data(1800, 36, 100, spread=0.6, seed=24)
+    ids = [f"c{i}" for i in range(len(vecs))]
+    want = HierIndex(36, 10, rebalance_from=300, sketch_from=0)
+    for cid, vec in zip(ids, vecs, strict=True):
+        want.assign([cid], vec[None, :], 0.45)
+    got = HierIndex(36, 10, rebalance_from=300, sketch_from=40)
+    got.assign(ids, vecs, 0.45, 200)
+    assert got._sketch is not None
+    assert _state(got) == _state(want)
+
+
 def _bound_rows_reference(x, c, basis, margin):
     """Exact scores where the upper bound reaches the best lower bound, bounds elsewhere."""
     xq, cq = x @ basis, c @ basis
