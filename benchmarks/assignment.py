@@ -28,6 +28,7 @@ Results: ``benchmarks/results/assignment.md`` / ``.json``.
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import tempfile
 from pathlib import Path
@@ -156,12 +157,15 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"--sizes takes kind:N items (real or synthetic), not {spec!r}")
         specs.append((kind, int(n)))
     scratch = Path(tempfile.mkdtemp(prefix="magnetic-assign-"))
-    trees, names = checkouts(args, scratch)
-    files = datasets(specs, args.queries, scratch)
-    rows = []
-    for kind, n in specs:
-        runs = measure(trees, files[kind, n], n <= args.recall_max, args.rounds)
-        rows += rows_for(kind, n, files[kind, n], runs)
+    try:  # the scratch holds the trees and ~2 GB of vectors at 1M
+        trees, names = checkouts(args, scratch)
+        files = datasets(specs, args.queries, scratch)
+        rows = []
+        for kind, n in specs:
+            runs = measure(trees, files[kind, n], n <= args.recall_max, args.rounds)
+            rows += rows_for(kind, n, files[kind, n], runs)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     table = common.markdown_table(
         ["data", "N", "revision", "cells/s (median)", "per round", "CPU cells/s", "groups",
          "threshold", "store recall@10", "store groups"],
