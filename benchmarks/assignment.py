@@ -144,6 +144,30 @@ def rows_for(
     return rows
 
 
+def describe(
+    rows: list[dict[str, Any]], names: dict[str, str], rounds: int, queries: int, recall_max: int
+) -> str:
+    """The markdown table of the result rows, with the line saying how they were measured."""
+    table = common.markdown_table(
+        ["data", "N", "revision", "cells/s (median)", "per round", "CPU cells/s", "groups",
+         "threshold", "store recall@10", "store groups"],
+        [
+            [r["data"], r["n"], names[r["rev"]], round(r["cells_per_s"]),
+             [round(v) for v in r["cells_per_s_each_round"]], round(r["cpu_cells_per_s"]),
+             r["groups"], r["join_threshold"], r.get("recall_at_10", "-"),
+             r.get("store_groups", "-")]
+            for r in rows
+        ],
+    )  # fmt: skip
+    return (
+        "One `HierIndex.assign` pass over the whole base (store threshold and chunk size), "
+        f"{rounds} interleaved rounds per revision (median); CPU cells/s divides by the "
+        "pass's process time (the core is shared: wall time also counts other processes); "
+        f"recall@10 of each revision's default store on {queries} held-out queries up to "
+        f"N = {recall_max}:\n\n" + table
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure every ``--rev`` and write ``assignment.md`` / ``assignment.json``."""
     ap = revision_parser(__doc__.split("\n")[0], "assignment")
@@ -166,22 +190,7 @@ def main(argv: list[str] | None = None) -> None:
             rows += rows_for(kind, n, files[kind, n], runs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    table = common.markdown_table(
-        ["data", "N", "revision", "cells/s (median)", "per round", "CPU cells/s", "groups",
-         "threshold", "store recall@10", "store groups"],
-        [
-            [r["data"], r["n"], names[r["rev"]], r["cells_per_s"], r["cells_per_s_each_round"],
-             r["cpu_cells_per_s"], r["groups"], r["join_threshold"],
-             r.get("recall_at_10", "-"), r.get("store_groups", "-")]
-            for r in rows
-        ],
-    )  # fmt: skip
-    table = (
-        "One `HierIndex.assign` pass over the whole base (store threshold and chunk size), "
-        f"{args.rounds} interleaved rounds per revision (median); recall@10 of each "
-        f"revision's default store on {args.queries} held-out queries up to N = "
-        f"{args.recall_max}:\n\n" + table
-    )
+    table = describe(rows, names, args.rounds, args.queries, args.recall_max)
     payload = {"revisions": names, "rows": rows}
     common.write_results(args.out, args.name, payload, table, "Assignment rate across revisions")
 
