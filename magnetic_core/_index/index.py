@@ -9,14 +9,15 @@ removing a group moves the last rows into its slot so the matrices stay dense.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from magnetic_core._index.assign import ChunkRun, Scratch
 from magnetic_core._index.clustering import two_means
+from magnetic_core._index.filing import Filing
 from magnetic_core._index.group import Group
+from magnetic_core._index.sketch import Sketch
 
 __all__ = ["Group", "HierIndex"]
 
@@ -31,10 +32,18 @@ class HierIndex:
         writer: a token unique to this writer, appended to the group ids it creates
             (``g<n>-<writer>``), so processes writing one namespace never mint the same id;
             empty gives plain ``g<n>`` ids (one writer, as in tests and benchmarks).
+        sketch_from: from this many groups on, a large assignment call bounds centroid
+            scores with a low-rank sketch and scores only the few that can win
+            (:mod:`magnetic_core._index.sketch`; same decisions); 0: never.
     """
 
     def __init__(
-        self, dim: int, max_group_size: int, rebalance_from: int = 0, writer: str = ""
+        self,
+        dim: int,
+        max_group_size: int,
+        rebalance_from: int = 0,
+        writer: str = "",
+        sketch_from: int = 2048,
     ) -> None:
         self.dim = dim
         self.writer = writer
@@ -58,6 +67,12 @@ class HierIndex:
         self.moved: set[str] = set()
         self.centroid_epoch = 0
         self.sizes_cache: tuple[int, np.ndarray] | None = None
+        # During assign(): rows filed but not yet in their groups' blocks (filing.py).
+        self._filing: Filing | None = None
+        self.sketch_from = sketch_from
+        self._sketch: Sketch | None = None
+        # Whether the sketch's projections follow the centroid rows (inside assign() only).
+        self._sketch_live = False
 
     # -- structure -------------------------------------------------------------------
     @property
@@ -114,6 +129,8 @@ class HierIndex:
         norms = np.zeros(size, np.float64)
         norms[:live] = self._norms[:live]
         self._norms = norms
+        if self._sketch_live:
+            self._sketch.reserve(size)  # type: ignore[union-attr]
         for other in self.slot_groups:
             other.total = totals[other.slot]
 
@@ -152,25 +169,36 @@ class HierIndex:
             self._totals[slot] = self._totals[last]
             self._norms[slot] = self._norms[last]
             tail.total = self._totals[slot]
+            if self._sketch_live:
+                self._sketch.move(last, slot)  # type: ignore[union-attr]
             moved = (last, slot)
         self.slot_groups.pop()
         self.centroid_epoch += 1
         return moved
 
     def _refresh(self, group: Group) -> None:
+        if self._filing is not None:  # a degenerate sum's fallback reads the members
+            self._filing.flush(group.slot)
         self._centroids[group.slot], self._norms[group.slot] = group.centroid_and_norm()
         self.centroid_epoch += 1
+        if self._sketch_live:
+            self._sketch.update(self._centroids, [group.slot])  # type: ignore[union-attr]
 
     def _refresh_many(self, groups: Iterable[Group]) -> None:
         """:meth:`_refresh` for many groups at once (groups no longer in the index skipped)."""
-        slots = [g.slot for g in groups if self.groups.get(g.gid) is g]
-        if not slots:
+        self.refresh_slots(np.array([g.slot for g in groups if self.groups.get(g.gid) is g]))
+
+    def refresh_slots(self, slots: np.ndarray) -> None:
+        """:meth:`_refresh` for the groups in these (live, distinct) slots."""
+        if not slots.size:
             return
         totals = self._totals[slots]
         norms = np.sqrt(np.einsum("ij,ij->i", totals, totals))
         self._norms[slots] = norms
         totals /= np.maximum(norms, 1e-12)[:, None]
         self._centroids[slots] = totals
+        if self._sketch_live:
+            self._sketch.update(self._centroids, slots)  # type: ignore[union-attr]
         if norms.min() < 1e-12:  # a degenerate sum: Group.centroid's fallback
             for slot in np.asarray(slots)[norms < 1e-12].tolist():
                 self._refresh(self.slot_groups[slot])
@@ -268,7 +296,9 @@ class HierIndex:
         """Insert (or move, for existing ids) unit vectors with online clustering.
 
         The result equals inserting them one at a time in order. Each chunk's similarity to
-        all centroids is one (B, G) product. When a row joins a group, that group's column
+        all centroids is one (B, G) product (past ``sketch_from`` groups, a low-rank sketch
+        of it that bounds every score, with exact scores for the centroids that can win:
+        :mod:`magnetic_core._index.sketch`). When a row joins a group, that group's column
         is updated for the rows after it from the chunk's Gram matrix (score times the old
         norm of the group's sum, plus the Gram entry, over the new norm); after a split or
         a removal the columns are recomputed from the refreshed centroids. Centroid rows of
@@ -278,36 +308,26 @@ class HierIndex:
         taken with a proven bound ``eps`` on their error (:class:`_ScoreBound`): a join or
         a new group follows from them only when no score within ``eps`` could change it;
         otherwise (a best score near the threshold, or a near tie) the candidate groups are
-        scored exactly (:meth:`_exact_best`), which a one-cell chunk does the same way. The
-        loop over a chunk's rows is compiled (:mod:`magnetic_core._index.assign`).
+        scored exactly (``ChunkRun._exact_best``), which a one-cell chunk does the same way.
+        The loop over a chunk's rows is compiled (:mod:`magnetic_core._index.assign`); rows
+        reach their groups' blocks once per group and call (:mod:`magnetic_core._index.filing`).
         """
         x = np.ascontiguousarray(vectors, dtype=np.float32)
         threshold = float(threshold)
         scratch = Scratch()
+        filing = self._filing = Filing(self, ids, x)
         start = 0
-        while start < len(ids):
-            run = ChunkRun(
-                self, ids[start : start + chunk], x[start : start + chunk], threshold, scratch
-            )
-            start += run.run()
-
-    def _exact_best(
-        self, vec: np.ndarray, row: np.ndarray, floor: float, threshold: float
-    ) -> Group | None:
-        """The group to join, from exact scores of the columns at or above ``floor``.
-
-        A score is the dot product of ``vec`` with the group's float32 centroid, computed
-        exactly and rounded once (float32 products are exact in float64; ``math.fsum``),
-        so it does not depend on how the chunk was cut. Ties go to the lowest slot.
-        """
-        vec64 = vec.astype(np.float64)
-        best, best_score = None, -math.inf
-        for slot in np.flatnonzero(row >= floor).tolist():
-            group = self.slot_groups[slot]
-            score = math.fsum((vec64 * group.centroid()).tolist())
-            if score > best_score:
-                best, best_score = group, score
-        return best if best_score >= threshold else None
+        try:
+            while start < len(ids):
+                end = start + chunk
+                run = ChunkRun(
+                    self, ids[start:end], x[start:end], threshold, scratch, filing, start
+                )
+                start += run.run()
+        finally:
+            filing.flush_all()
+            self._filing = None
+            self._sketch_live = False
 
     def split(self, group: Group) -> Group:
         """Split a group in two by 2-means; returns the new group. Moved cells are noted.

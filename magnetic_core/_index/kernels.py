@@ -30,6 +30,9 @@ __all__ = [
     "SPLIT",
     "STORED",
     "assign_rows",
+    "bound_rows",
+    "chain",
+    "chains",
     "score_bound",
 ]
 
@@ -52,28 +55,69 @@ def score_bound(gamma: float, scale: float, ratio: float, steps: float) -> float
 
 
 @njit(cache=True)
-def _pick(row: np.ndarray, g: int, threshold: float, eps: float) -> int:
-    """The slot to join (>= 0), -1 for a new group, -2 when exact scores must decide."""
+def _resolve(i: int, j: int, sims: np.ndarray, bound: np.ndarray, x: np.ndarray, totals):
+    """Replace the bound in ``sims[i, j]`` by the score with the group's current centroid
+    (float64 from its sum: within ``2 u |x|`` of the exact score). False for a sum too
+    short to divide by (Python scores it)."""
+    n2 = 0.0
+    dot = 0.0
+    for k in range(x.shape[1]):
+        n2 += totals[j, k] * totals[j, k]
+        dot += np.float64(x[i, k]) * totals[j, k]
+    if n2 < 1e-12:
+        return False
+    sims[i, j] = np.float32(dot / math.sqrt(n2))
+    bound[i, j] = False
+    return True
+
+
+@njit(cache=True)
+def _pick(
+    i: int,
+    sims: np.ndarray,
+    bound: np.ndarray,
+    pruned: bool,
+    x: np.ndarray,
+    totals: np.ndarray,
+    g: int,
+    threshold: float,
+    eps: float,
+) -> int:
+    """The slot to join (>= 0), -1 for a new group, -2 when exact scores must decide.
+
+    With ``pruned``, flagged entries of the row are upper bounds (:mod:`sketch`): one that
+    is the best, or within ``2 eps`` of it, is scored before anything is decided, so a
+    decision (and an exact hand-back, whose best entry is then a score) only ever rests
+    on scores and on bounds below the best by more than ``2 eps``.
+    """
     if g == 0:
         return -1
-    best = 0
-    top = row[0]
-    for j in range(1, g):
-        if row[j] > top:
-            top = row[j]
-            best = j
-    top64 = np.float64(top)
-    if top64 >= threshold + eps:
-        second = -np.inf
-        for j in range(g):
-            if j != best and row[j] > second:
-                second = row[j]
-        if np.float64(second) < top64 - 2.0 * eps:
-            return best
-        return -2
-    if top64 >= threshold - eps:
-        return -2
-    return -1
+    row = sims[i]
+    while True:
+        # One pass for the best (first of equals) and the best of the others.
+        best, top = 0, row[0]
+        runner, second = -1, np.float32(-np.inf)
+        for j in range(1, g):
+            v = row[j]
+            if v > top:
+                runner, second = best, top
+                best, top = j, v
+            elif v > second:
+                runner, second = j, v
+        if pruned and bound[i, best]:
+            if _resolve(i, best, sims, bound, x, totals):
+                continue
+            return -2
+        top64 = np.float64(top)
+        if top64 >= threshold + eps:
+            if np.float64(second) < top64 - 2.0 * eps:
+                return best
+            if pruned and bound[i, runner] and _resolve(i, runner, sims, bound, x, totals):
+                continue
+            return -2
+        if top64 >= threshold - eps:
+            return -2
+        return -1
 
 
 @njit(cache=True)
@@ -141,6 +185,11 @@ def assign_rows(
     ch_state: np.ndarray,
     scalars: np.ndarray,
     out_slot: np.ndarray,
+    bound: np.ndarray,
+    pruned: bool,
+    head: np.ndarray,
+    link: np.ndarray,
+    offset: int,
     start: int,
     g: int,
     forced: int,
@@ -162,6 +211,11 @@ def assign_rows(
             sum, mass, rewrites of its column] (see ``HierIndex.assign``).
         scalars: [worst ratio, most rewrites, eps, gamma, scale] of the chunk's bound.
         out_slot: per row, the slot it was filed under (written for filed rows).
+        bound, pruned: with ``pruned``, the entries of ``sims`` flagged in ``bound`` are
+            upper bounds from the centroid sketch (:func:`bound_rows`), scored when needed.
+        head, link: the chains of rows waiting to be copied into their groups
+            (:mod:`magnetic_core._index.filing`); row ``i`` of the chunk is ``offset + i``
+            of the call.
         start: first row to file; ``forced`` its decision when >= -1 (-1: a new group),
             taken by the caller from exact scores.
         g: live slots; cap: the size cap; count: cells stored; next_rebalance: the count
@@ -190,7 +244,7 @@ def assign_rows(
         if i == start and forced >= -1:
             s = forced
         else:
-            s = _pick(sims[i], g, threshold, eps)
+            s = _pick(i, sims, bound, pruned, x, totals, g, threshold, eps)
             if s == -2:
                 scalars[2] = eps
                 return i, EXACT, g
@@ -201,9 +255,14 @@ def assign_rows(
             norms[s] = 0.0
             sizes[s] = 0
             changed[s] = False
+            head[s] = -1
+            if pruned:  # a reused slot's column: scores from the Gram matrix from now on
+                bound[i + 1 :, s] = False
         before = _join(i, s, sims, x, sq, norms_l, totals, norms, sizes, changed, ch_state)
         n, n2, m = sizes[s] - 1, ch_state[s, 0], ch_state[s, 1]
         out_slot[i] = s
+        link[offset + i] = head[s]
+        head[s] = offset + i
         count += 1
         if n >= cap:
             scalars[2] = eps
@@ -225,3 +284,110 @@ def assign_rows(
             return i + 1, REBALANCE, g
     scalars[2] = eps
     return b, DONE, g
+
+
+@njit(cache=True)
+def chain(head: np.ndarray, link: np.ndarray, slot: int) -> np.ndarray:
+    """The rows chained from ``head[slot]``, first joined first; the chain is emptied."""
+    n, r = 0, head[slot]
+    while r >= 0:
+        n += 1
+        r = link[r]
+    out = np.empty(n, np.int64)
+    r = head[slot]
+    for k in range(n - 1, -1, -1):
+        out[k] = r
+        r = link[r]
+    head[slot] = -1
+    return out
+
+
+@njit(cache=True)
+def chains(head: np.ndarray, link: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every chain of slots ``:g`` emptied: (rows by slot, each first joined first; bounds).
+
+    Slot ``s``'s rows are ``rows[bounds[s]:bounds[s + 1]]``.
+    """
+    bounds = np.zeros(g + 1, np.int64)
+    for s in range(g):
+        n, r = 0, head[s]
+        while r >= 0:
+            n += 1
+            r = link[r]
+        bounds[s + 1] = bounds[s] + n
+    out = np.empty(bounds[g], np.int64)
+    for s in range(g):
+        r = head[s]
+        for k in range(bounds[s + 1] - 1, bounds[s] - 1, -1):
+            out[k] = r
+            r = link[r]
+        head[s] = -1
+    return out, bounds
+
+
+# Reassociation lets the dot product vectorise; its rounding stays within the bound the
+# assignment assumes for a float32 product in any summation order (no nnan/ninf flags:
+# -inf entries must keep their meaning).
+_VECTORISE = {"reassoc", "contract", "nsz", "arcp"}
+
+
+@njit(cache=True, fastmath=_VECTORISE)
+def _dot32(a: np.ndarray, b: np.ndarray) -> np.float32:
+    acc = np.float32(0.0)
+    for k in range(a.shape[0]):
+        acc += a[k] * b[k]
+    return acc
+
+
+# Full fast-math for the sketch passes: their inputs are finite by construction (scores of
+# unit rows, residual norms) and their rounding is covered by the sketch's margin.
+@njit(cache=True, fastmath=True)
+def _sketch_floor(row: np.ndarray, cres: np.ndarray, xres: np.float32, g: int) -> np.float32:
+    """The best lower bound of a row, ``max_j row[j] - xres cres[j]``."""
+    floor = np.float32(-4.0)  # below any score of unit rows minus any slack
+    for j in range(g):
+        floor = max(floor, row[j] - xres * cres[j])
+    return floor
+
+
+@njit(cache=True, fastmath=True)
+def _sketch_bounds(
+    row: np.ndarray, flags: np.ndarray, cres: np.ndarray, xres: np.float32, floor, margin, g
+) -> None:
+    """Every entry to its upper bound (plus the margin), flagged when below ``floor``."""
+    for j in range(g):
+        high = row[j] + xres * cres[j]
+        flags[j] = high < floor
+        row[j] = high + margin
+
+
+@njit(cache=True)
+def bound_rows(
+    sims: np.ndarray,
+    bound: np.ndarray,
+    x: np.ndarray,
+    xres: np.ndarray,
+    cres: np.ndarray,
+    centroids: np.ndarray,
+    g: int,
+    margin: float,
+) -> int:
+    """Turn sketch scores into exact scores or flagged upper bounds; returns the exact count.
+
+    ``sims[:, :g]`` holds the sketch scores ``(Q'x).(Q'c)`` on entry; ``xres``/``cres``
+    (float32) bound the rows' and centroids' residual norms
+    (:mod:`magnetic_core._index.sketch`). Per row, a centroid whose upper bound reaches
+    the best lower bound (less twice the margin) is scored exactly (float32 product); any
+    other entry becomes its upper bound plus the margin, flagged in ``bound``.
+    """
+    exact = 0
+    m = np.float32(margin)
+    for i in range(x.shape[0]):
+        row, flags, xr = sims[i], bound[i], np.float32(xres[i])
+        floor = _sketch_floor(row, cres, xr, g) - 2 * m
+        _sketch_bounds(row, flags, cres, xr, floor, m, g)
+        for j in range(g):
+            if not flags[j]:
+                row[j] = _dot32(x[i], centroids[j])
+                exact += 1
+    return exact

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from magnetic_core._index.clustering import calibrate_threshold, plan_merge_pairs, two_means
 from magnetic_core._index.index import HierIndex
@@ -117,3 +118,44 @@ def test_a_split_moves_the_smaller_side_to_the_new_group():
         new = index.split(group)
         assert sorted(new.ids) == ["c7", "c8", "c9"]
         assert index.take_moved() == {"c7", "c8", "c9"}
+
+
+def _two_means_reference(vectors: np.ndarray, iterations: int = 8) -> np.ndarray:
+    """The split in plain numpy (float64): what the compiled two_means computes."""
+    x = vectors.astype(np.float64)
+    n = x.shape[0]
+    seed_a = int(np.argmin(x @ x.sum(axis=0)))
+    seed_b = int(np.argmin(x @ x[seed_a]))
+    centers = np.stack([x[seed_a], x[seed_b]])
+    mask = np.zeros(n, dtype=bool)
+    for _ in range(iterations):
+        sims = x @ centers.T
+        new = sims[:, 1] > sims[:, 0]
+        if not new.any() or new.all() or np.array_equal(new, mask):
+            break
+        mask = new
+        centers = np.stack([x[~mask].sum(axis=0), x[mask].sum(axis=0)])
+        centers /= np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-12)
+    if not mask.any() or mask.all():
+        mask = np.zeros(n, dtype=bool)
+        mask[n // 2 :] = True
+    return mask
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("n", "dim"), [(1, 8), (2, 8), (3, 2), (257, 384), (90, 16)])
+def test_compiled_two_means_matches_the_numpy_reference(seed, n, dim):
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((3, dim))
+    vecs = centres[rng.integers(0, 3, n)] + rng.standard_normal((n, dim))
+    vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+    np.testing.assert_array_equal(two_means(vecs), _two_means_reference(vecs))
+
+
+def test_compiled_two_means_edge_cases():
+    same = np.repeat(np.eye(1, 6, dtype=np.float32), 9, axis=0)  # duplicates: halves
+    np.testing.assert_array_equal(two_means(same), np.arange(9) >= 4)
+    opposite = np.array([[1, 0], [-1, 0], [1, 0], [-1, 0]], np.float32)
+    np.testing.assert_array_equal(two_means(opposite), _two_means_reference(opposite))
+    assert two_means(np.empty((0, 4), np.float32)).shape == (0,)
+    np.testing.assert_array_equal(two_means(opposite, iterations=0), [False, False, True, True])
