@@ -217,7 +217,8 @@ def _opens(root: Path, q: np.ndarray, without_snapshot: bool, more: np.ndarray) 
         shutil.rmtree(aside, ignore_errors=True)
         shutil.move(str(mpath / "magnetic-index"), aside)
         try:
-            out["magnetic_open_without_snapshot"] = cold_open("magnetic", mpath, q)
+            # one process: it closes its memory at exit, which writes a snapshot again
+            out["magnetic_open_without_snapshot"] = cold_open("magnetic", mpath, q, runs=1)
         finally:
             # that process never closed its memory, so it wrote no snapshot: put the one
             # set aside back, or a later --reuse run would open without one
