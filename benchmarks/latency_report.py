@@ -138,14 +138,14 @@ def plot_tradeoff(path: Path, results: list[dict[str, Any]]) -> None:
                 label=f"{r['system']} ({knob}) N={res['n']:,} {res['data']}",
             )
     ax.set_xscale("log")
-    ax.set_xlabel("search p50 latency (ms), k=10, single query")
-    ax.set_ylabel("tie-aware recall@10")
-    ax.set_title("Trade-off: probe budget (magnetic) against ef (hnswlib, M 16)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _finish(
+        fig,
+        ax,
+        path,
+        ("search p50 latency (ms), k=10, single query", "tie-aware recall@10"),
+        "Trade-off: probe budget (magnetic) against ef (hnswlib, M 16)",
+        legend_size=6,
+    )
 
 
 def plot(path: Path, results: list[dict[str, Any]]) -> None:
@@ -177,11 +177,30 @@ def plot(path: Path, results: list[dict[str, Any]]) -> None:
                 )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("cells (N); real Reuters MiniLM vectors, then synthetic ones (see table)")
-    ax.set_ylabel("search p50 latency (ms), k=10, single query")
-    ax.set_title("Latency against N (MiniLM Reuters vectors; R = magnetic's recall@10)")
+    _finish(
+        fig,
+        ax,
+        path,
+        (
+            "cells (N); real Reuters MiniLM vectors, then synthetic ones (see table)",
+            "search p50 latency (ms), k=10, single query",
+        ),
+        "Latency against N (MiniLM Reuters vectors; R = magnetic's recall@10)",
+        legend_size=8,
+    )
+
+
+def _finish(
+    fig: Any, ax: Any, path: Path, labels: tuple[str, str], title: str, legend_size: int
+) -> None:
+    """Label, grid and legend a plot, then write it to ``path`` and close it."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=legend_size)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
