@@ -205,12 +205,7 @@ def exact_top(
 
     Returns ``(rows, scores)``; ties keep the order of ``rows``.
     """
-    n = rows.shape[0]
-    stride = q.shape[0] * 4
-    scores = np.empty(n, np.float32)
-    for t in range(n):
-        r = rows[t]
-        scores[t] = _dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+    scores = exact_at(addresses, row_block, row_in_block, rows, q)
     best = top_k(scores, k)
     return rows[best], scores[best]
 
