@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -133,6 +134,12 @@ def validate_vectors(vectors: Any, dim: int | None, *, what: str = "vector") -> 
             f"{what}s must be numeric arrays of equal length", hint="pass lists of floats"
         ) from e
     if arr.ndim == 1:
+        if arr.shape[0] == dim and 0.0 < (top := float(np.abs(arr).max())) < math.inf:
+            # One finite, non-zero vector of the right size (a query): the checks below
+            # pass, and unit_rows' arithmetic is done on the row directly (same result).
+            unit = arr / top
+            unit /= math.sqrt(float(np.add.reduce(unit * unit)))
+            return unit.astype(np.float32)[None, :]
         arr = arr[None, :]
     if arr.ndim != 2:
         raise DimensionError(f"{what}s must be a 2-D array, got shape {arr.shape}")

@@ -8,8 +8,10 @@ milliseconds instead of compiling them again; ``nogil`` lets searches in several
 run at once.
 
 Approximate kernels (int8 code scans) may reorder float additions (``reassoc``), which
-changes scores in the last bits only; the exact kernel accumulates in float64, so
-``hit.score`` is the cosine to float32 precision whatever the summation order.
+changes scores in the last bits only; the exact kernels accumulate in float64 (reordered
+too, so the sums vectorise), so ``hit.score`` is the cosine to float32 precision whatever
+the summation order. Top-k selection is in :mod:`magnetic_core._search.select_kernel`,
+reading rows by address in :mod:`magnetic_core._search.pointers`.
 
 The exact rerank reads cells straight from the index's own group blocks, which are
 separate arrays, by address: copying every vector into one packed matrix would double the
@@ -22,8 +24,10 @@ registered (writes take the store's write lock, searches its read lock).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
+
+from magnetic_core._search.pointers import EXACT_FAST, dot_at, prefetch_row
+from magnetic_core._search.select_kernel import top_k
 
 __all__ = [
     "block_scores",
@@ -43,72 +47,10 @@ __all__ = [
 # Reordering float additions lets LLVM vectorise the reductions; no 'nnan'/'ninf', so
 # comparisons with infinities keep their meaning.
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
-
-
-@intrinsic
-def _f32_ptr(typingctx, address):  # type: ignore[no-untyped-def]
-    """A float32 pointer from an integer address (the address of a live numpy block)."""
-    if not isinstance(address, types.Integer):
-        return None
-    sig = types.CPointer(types.float32)(address)
-
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
-
-    return sig, codegen
-
-
-@njit(cache=True, nogil=True)
-def _worse(va: float, ia: int, vb: float, ib: int) -> bool:
-    """Whether entry a ranks below entry b: lower value, or equal value and later index."""
-    return va < vb or (va == vb and ia > ib)
-
-
-@njit(cache=True, nogil=True)
-def _sift_down(hv: np.ndarray, hi: np.ndarray, n: int, pos: int) -> None:
-    while True:
-        child = 2 * pos + 1
-        if child >= n:
-            return
-        if child + 1 < n and _worse(hv[child + 1], hi[child + 1], hv[child], hi[child]):
-            child += 1
-        if not _worse(hv[child], hi[child], hv[pos], hi[pos]):
-            return
-        hv[pos], hv[child] = hv[child], hv[pos]
-        hi[pos], hi[child] = hi[child], hi[pos]
-        pos = child
-
-
-@njit(cache=True, nogil=True)
-def top_k(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest ``values``, best first; ties go to the lower index.
-
-    A min-heap of the best ``k`` seen: an entry that does not beat the heap's worst costs
-    one comparison, so a long array is read about once. Fewer than ``k`` values: all of
-    them, sorted. NaN values are never picked once ``k`` finite values are held.
-    """
-    n = values.shape[0]
-    k = min(k, n)
-    if k <= 0:
-        return np.empty(0, np.int64)
-    hv = np.empty(k, values.dtype)
-    hi = np.empty(k, np.int64)
-    for i in range(k):
-        hv[i] = values[i]
-        hi[i] = i
-    for pos in range(k // 2 - 1, -1, -1):
-        _sift_down(hv, hi, k, pos)
-    for i in range(k, n):
-        v = values[i]
-        if v > hv[0]:
-            hv[0] = v
-            hi[0] = i
-            _sift_down(hv, hi, k, 0)
-    by_index = np.argsort(hi)
-    hv = hv[by_index]
-    hi = hi[by_index]
-    order = np.argsort(-hv, kind="mergesort")  # stable: equal values keep index order
-    return hi[order]
+# Rows the exact rerank asks the memory system for ahead of the one it scores.
+_AHEAD = 8
+# Sub-lists the code scan asks for ahead of the one it scores (each a few KB).
+_LISTS_AHEAD = 8
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
@@ -168,7 +110,14 @@ def listed_code_top(
     approx = np.empty(total, np.float32)
     m = qp.shape[0]
     at = 0
-    for t in range(lists.shape[0]):
+    n_lists = lists.shape[0]
+    address, width = codes.ctypes.data, codes.shape[1]
+    for t in range(min(_LISTS_AHEAD, n_lists)):
+        prefetch_row(address + list_start[lists[t]] * width, list_len[lists[t]] * width)
+    for t in range(n_lists):
+        if t + _LISTS_AHEAD < n_lists:  # the lists are scattered over the arena
+            j = lists[t + _LISTS_AHEAD]
+            prefetch_row(address + list_start[j] * width, list_len[j] * width)
         j = lists[t]
         b = base[t]
         start = list_start[j]
@@ -180,16 +129,6 @@ def listed_code_top(
             approx[at] = b + acc * scales[r]
             at += 1
     return rows[top_k(approx, keep)]
-
-
-@njit(cache=True, nogil=True, fastmath=_FAST)
-def _dot_at(address: int, q: np.ndarray) -> np.float32:
-    """Exact dot product of ``q`` with the float32 row at ``address`` (float64 sum)."""
-    p = _f32_ptr(address)  # type: ignore[call-arg,var-annotated]  # numba adds typingctx
-    acc = 0.0
-    for c in range(q.shape[0]):
-        acc += np.float64(p[c]) * np.float64(q[c])
-    return np.float32(acc)
 
 
 @njit(cache=True, nogil=True)
@@ -222,9 +161,15 @@ def exact_at(
     n = rows.shape[0]
     stride = q.shape[0] * 4
     scores = np.empty(n, np.float32)
-    for t in range(n):
+    for t in range(min(_AHEAD, n)):
         r = rows[t]
-        scores[t] = _dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+        prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+    for t in range(n):
+        if t + _AHEAD < n:  # rows are scattered: ask for a later one while this one is scored
+            r = rows[t + _AHEAD]
+            prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+        r = rows[t]
+        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
     return scores
 
 
@@ -276,7 +221,7 @@ def exact_rows(
         h = blocks[t]
         start = addresses[h]
         for r in range(counts[h]):
-            out[at] = _dot_at(start + np.int64(r) * stride, q)
+            out[at] = dot_at(start + np.int64(r) * stride, q)
             at += 1
     return out
 
@@ -293,7 +238,7 @@ def project(x: np.ndarray, basis: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=EXACT_FAST)
 def block_scores(vecs: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Exact cosines of every row of one (n, d) block (float64 sums, as the other exact
     kernels), on the calling thread."""

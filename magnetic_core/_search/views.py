@@ -9,7 +9,7 @@ from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._search.candidates import Candidate
 from magnetic_core._sleep.supersession import superseded_by
 from magnetic_core._store.catalog import Catalog
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats, made
 
 __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
 
@@ -19,14 +19,15 @@ def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
     record = catalog.records[cid]
     links = record.contradictions
     if not links:  # most cells: no links to copy or read
-        return Cell(
-            cid,
-            record.text,
-            dict(record.metadata),
-            index.loc[cid].gid,
-            record.entities,
-            record.created_at,
-            record.updated_at,
+        return made(
+            Cell,
+            id=cid,
+            text=record.text,
+            metadata=dict(record.metadata),
+            group_id=index.loc[cid].gid,
+            entities=record.entities,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
         )
     newer = superseded_by(links)
     return Cell(
@@ -57,7 +58,8 @@ def hit_view(index: HierIndex, catalog: Catalog, found: Candidate, explain: bool
             probed_groups=found.probed_groups,
             context=found.context,
         )
-    return Hit(
+    return made(
+        Hit,
         cell=cell_view(index, catalog, found.id),
         score=found.score,
         rank_score=found.rank_score,

@@ -125,3 +125,20 @@ def test_minilm_offline_gives_semantic_unit_vectors(minilm):
     v = embed_checked(minilm, ["a dog runs in the park", "a puppy plays outside", "tax law"])
     assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+
+
+def test_one_query_vector_is_normalised_exactly_as_a_batch_row() -> None:
+    # A single vector takes a shorter path; its unit row must be the batch path's, bit for bit.
+    rng = np.random.default_rng(7)
+    for scale in (1e-30, 1e-3, 1.0, 1e20):
+        v = rng.standard_normal(384) * scale
+        single = validate_vectors(v, 384)
+        batch = validate_vectors(np.stack([v, v]), 384)
+        assert single.shape == (1, 384) and single.dtype == np.float32
+        np.testing.assert_array_equal(single[0], batch[0])
+
+
+@pytest.mark.parametrize("bad", [[0.0, 0.0, 0.0], [1.0, float("nan"), 0.0], [float("inf"), 0, 0]])
+def test_a_bad_single_query_vector_is_refused_as_in_a_batch(bad) -> None:
+    with pytest.raises(InvalidVectorError, match="vector 0"):
+        validate_vectors(bad, 3)

@@ -95,3 +95,19 @@ def test_hits_of_a_real_search_give_their_cells_id_text_and_metadata(tmp_path):
 def test_the_adapters_metadata_keys_are_distinct_and_namespaced():
     keys = (GROUP_ID_KEY, GROUP_LABEL_KEY, EXPANDED_FROM_KEY)
     assert len(set(keys)) == 3 and all(k.startswith("magnetic_") for k in keys)
+
+
+def test_views_made_without_init_equal_and_stay_frozen_like_constructed_ones() -> None:
+    import dataclasses
+
+    import pytest
+
+    from magnetic_core.types import Cell, Hit, made
+
+    cell = made(Cell, id="a", text="t", metadata={"k": 1}, group_id="g", created_at=2.0)
+    assert cell == Cell("a", "t", {"k": 1}, "g", created_at=2.0)
+    assert cell.superseded_by is None and cell.contradictions == ()
+    hit = made(Hit, cell=cell, score=0.5, rank_score=0.6, group_id="g", group_label="x")
+    assert hit == Hit(cell, 0.5, 0.6, "g", "x") and hit.expanded_from is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hit.score = 1.0  # type: ignore[misc]

@@ -272,3 +272,19 @@ def test_doc_rows_keeps_only_rows_of_current_blocks_like_numpy(seed: int, n_docs
     docs = rng.integers(-2, n_numbers + 3, n_docs)  # -1s and numbers past the table
     args = (docs, table, doc_col, row_block, block_slot, slot_block, stale, alive)
     np.testing.assert_array_equal(kernels.doc_rows(*args), _ref_doc_rows(*args))
+
+
+def test_top_k_ranks_nan_last_and_signed_zeros_as_equal() -> None:
+    v = np.array([0.0, -0.0, np.nan, -1.5, np.inf, -np.inf, 0.0], np.float32)
+    assert kernels.top_k(v, 7).tolist() == [4, 0, 1, 6, 3, 5, 2]
+    assert kernels.top_k(v.astype(np.float64), 3).tolist() == [4, 0, 1]
+
+
+@SETTINGS
+@given(st.integers(0, 5000), st.integers(0, 300), st.integers(0, 2**31))
+def test_top_k_of_long_arrays_in_any_order(n: int, k: int, seed: int) -> None:
+    # Long arrays fill and cut the selection buffer many times; ascending input is its worst.
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-50, 50, n).astype(np.float32)
+    for arranged in (values, np.sort(values), np.sort(values)[::-1].copy()):
+        np.testing.assert_array_equal(kernels.top_k(arranged, k), _ref_top(arranged, k))
