@@ -17,31 +17,22 @@ __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
 def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
     """The frozen public view of one stored cell (metadata copied)."""
     record = catalog.records[cid]
+    values = {
+        "id": cid,
+        "text": record.text,
+        "metadata": dict(record.metadata),
+        "group_id": index.loc[cid].gid,
+        "entities": record.entities,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
     links = record.contradictions
-    if not links:  # most cells: no links to copy or read
-        return made(
-            Cell,
-            id=cid,
-            text=record.text,
-            metadata=dict(record.metadata),
-            group_id=index.loc[cid].gid,
-            entities=record.entities,
-            created_at=record.created_at,
-            updated_at=record.updated_at,
-        )
-    newer = superseded_by(links)
-    return Cell(
-        id=cid,
-        text=record.text,
-        metadata=dict(record.metadata),
-        group_id=index.loc[cid].gid,
-        entities=record.entities,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-        contradictions=tuple(dict(link) for link in links),
-        superseded_by=newer[0] if newer else None,
-        superseded_at=newer[1] if newer else None,
-    )
+    if links:  # most cells have none: nothing to copy or read
+        newer = superseded_by(links)
+        values["contradictions"] = tuple(dict(link) for link in links)
+        values["superseded_by"] = newer[0] if newer else None
+        values["superseded_at"] = newer[1] if newer else None
+    return made(Cell, **values)
 
 
 def hit_view(index: HierIndex, catalog: Catalog, found: Candidate, explain: bool) -> Hit:

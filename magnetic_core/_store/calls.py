@@ -27,6 +27,11 @@ HINT = "check the Chroma path or server; the memory reloads what is stored once 
 _READ_CALLS = frozenset({"get", "count", "query", "peek"})
 _READ_RETRIES = (0.05, 0.2, 0.5, 1.0)
 _TRANSIENT = ("Nothing found on disk", "Error finding id")
+# How Chroma's SQLite says another connection holds its write lock (another client, or
+# Chroma's own background work, in this process or another): the call did nothing and the
+# same call succeeds once the lock is released. Every call the store makes (get, add,
+# upsert, delete, modify) is idempotent, so writes are tried again on it too.
+_LOCKED = "database is locked"
 # How Chroma says a collection is gone (dropped, or replaced by a compaction).
 VANISHED = "does not exist"
 # How Chroma 1.5 can fail a call on a collection while another client drops it (seen in
@@ -63,16 +68,18 @@ class ChromaCalls:
         # "Nothing found on disk" (chroma-core/chroma#4212); the same read succeeds a moment
         # later, so reads (never writes) are tried again a few times before giving up. Under
         # load the same race also surfaces as "Error finding id" (seen in a two-writer test).
-        waits = _READ_RETRIES if getattr(fn, "__name__", "") in _READ_CALLS else ()
-        for wait in waits:
+        # A locked database is tried again for every call (see _LOCKED).
+        read = getattr(fn, "__name__", "") in _READ_CALLS
+        for wait in _READ_RETRIES:
             try:
                 return fn(*args, **kwargs)
             except Exception as e:
                 if _replaced(e):
                     break  # the collection was replaced: made again on the new one below
-                if not any(text in str(e) for text in _TRANSIENT):
+                text = str(e)
+                if _LOCKED not in text and not (read and any(t in text for t in _TRANSIENT)):
                     raise self._failed(what, e) from e
-                logger.info("Chroma read %r failed transiently, retrying: %s", what, e)
+                logger.info("Chroma call %r failed transiently, retrying: %s", what, e)
                 time.sleep(wait)
         try:
             return fn(*args, **kwargs)

@@ -101,7 +101,7 @@ class ChromaStore(GroupRows):
             finish_interrupted(self.client, self._names())
             self.batch = int(self.client.get_max_batch_size())
             self.cells, self.groups = (self._collection(name) for name in self._names())
-            _bound_replay(self.groups)
+            self._bound_replay()
             # The journal's rows live beside the group cache (same dimension), told apart
             # by JOURNAL_KEY: two collections per namespace, whatever happens.
             self.log = self.groups
@@ -110,6 +110,32 @@ class ChromaStore(GroupRows):
                 f"cannot open namespace {self.namespace!r} in Chroma: {e}", hint=HINT
             ) from e
         return self
+
+    def _bound_replay(self) -> None:
+        """Make Chroma persist the groups collection's HNSW at least every ``_GROUPS_SYNC``
+        writes.
+
+        Applied to existing collections too (a configuration update Chroma allows at any
+        time); it takes effect from the collection's next write. Only a speed-up: when the
+        update fails (after the retries :meth:`_call` makes while another client holds the
+        database), the store opens as it is and the next open tries again.
+        """
+        hnsw = (self.groups.configuration or {}).get("hnsw") or {}
+        sync = hnsw.get("sync_threshold")
+        if not (isinstance(sync, int) and sync > _GROUPS_SYNC):
+            return
+        batch = hnsw.get("batch_size")
+        update: dict[str, int] = {"sync_threshold": _GROUPS_SYNC}
+        if isinstance(batch, int) and batch > _GROUPS_SYNC:
+            update["batch_size"] = _GROUPS_SYNC  # Chroma wants batch_size <= sync_threshold
+        try:
+            self._call(
+                "lower the groups collection's sync threshold",
+                self.groups.modify,
+                configuration={"hnsw": update},
+            )
+        except PersistenceError as e:  # a setting for speed never blocks an open
+            logger.info("the groups collection's sync threshold was not lowered: %s", e)
 
     def _collection(self, name: str) -> Any:
         found = self.client.get_or_create_collection(
@@ -378,24 +404,3 @@ class ChromaStore(GroupRows):
 # Fewest new rows for which add + a separate counter call beats one upsert (each Chroma
 # write call costs about as much as 60 rows of the difference between the two).
 _ADD_FROM = 256
-
-
-def _bound_replay(collection: Any) -> None:
-    """Make Chroma persist the collection's HNSW at least every ``_GROUPS_SYNC`` writes.
-
-    Applied to existing collections too (a configuration update Chroma allows at any time);
-    it takes effect from the collection's next write. Only a speed-up: when the update
-    fails (another client holding the database, as two writers opening at once on one
-    server do), the store opens as it is and the next open tries again.
-    """
-    hnsw = (collection.configuration or {}).get("hnsw") or {}
-    sync = hnsw.get("sync_threshold")
-    if isinstance(sync, int) and sync > _GROUPS_SYNC:
-        batch = hnsw.get("batch_size")
-        update: dict[str, int] = {"sync_threshold": _GROUPS_SYNC}
-        if isinstance(batch, int) and batch > _GROUPS_SYNC:
-            update["batch_size"] = _GROUPS_SYNC  # Chroma wants batch_size <= sync_threshold
-        try:
-            collection.modify(configuration={"hnsw": update})
-        except Exception as e:  # noqa: BLE001 - a setting for speed never blocks an open
-            logger.info("the groups collection's sync threshold was not lowered: %s", e)

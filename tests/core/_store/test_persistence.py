@@ -110,6 +110,34 @@ def test_a_transient_chroma_read_failure_is_retried_and_a_write_is_not(tmp_path)
     assert calls.count("upsert") == 1
 
 
+def test_a_call_that_finds_the_database_locked_is_made_again(tmp_path):
+    # SQLite's write lock, held a moment by another connection (another client, or Chroma's
+    # own background work), fails a call that did nothing: reads and writes alike (each is
+    # idempotent) are made again, and a lock that never lifts still ends in a clear error.
+    from magnetic_core._store.persistence import ChromaStore
+    from magnetic_core.errors import PersistenceError
+
+    store = ChromaStore(chromadb.PersistentClient(path=str(tmp_path)), "locked")
+    calls: list[str] = []
+
+    def upsert():
+        calls.append("upsert")
+        if len(calls) < 3:
+            raise RuntimeError("error returned from database: (code: 5) database is locked")
+        return "stored"
+
+    assert store._call("write rows", upsert) == "stored" and len(calls) == 3
+    calls.clear()
+
+    def modify():
+        calls.append("modify")
+        raise RuntimeError("error returned from database: (code: 5) database is locked")
+
+    with pytest.raises(PersistenceError, match="database is locked"):
+        store._call("change a setting", modify)
+    assert len(calls) == 5  # the first call and four more, over about 1.75 s
+
+
 def test_a_large_batch_of_new_ids_lands_whole_even_over_a_row_the_memory_skipped(tmp_path, hashing):
     # Large batches of new ids are written with Chroma's add, which ignores ids already
     # stored; a row the memory does not hold (here a corrupt one it skipped on open) must
