@@ -164,7 +164,20 @@ class MagneticMemory(WritePath, SleepMode):
             if current_only and self._superseded:
                 exclude = superseded_ids(self._catalog.records, self._superseded)
                 plan = replace(plan, exclude=exclude)
-            return select_hits(self._index, self._catalog, plan, selection, explain, self._scorer)
+            return select_hits(
+                self._index,
+                self._catalog,
+                plan,
+                selection,
+                explain,
+                self._scorer,
+                self._group_label,
+            )
+
+    def _group_label(self, gid: str, version: int, member_ids: list[str]) -> str:
+        """A group's label, for a hit whose label is read after its search returned."""
+        with self._lock.read():
+            return self._catalog.label(gid, version, member_ids)[0]
 
     def _query_vector(self, query: str | None, vector: Any) -> np.ndarray:
         """The unit query vector: ``vector`` checked (once, here), else ``query`` embedded."""

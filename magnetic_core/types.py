@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, TypeVar
 
@@ -99,7 +100,10 @@ class Hit:
         score: exact cosine similarity of the query and the cell.
         rank_score: the score used for ranking (cosine plus boost and lexical terms).
         group_id: the cell's group id.
-        group_label: a few characteristic terms or entities of the group.
+        group_label: a few characteristic terms or entities of the group (worked out
+            the first time it is read: labelling a group the store has not labelled yet
+            takes about a millisecond, which a search whose caller never reads labels
+            does not pay).
         route: present when the search ran with ``explain=True``.
         expanded_from: for a group expansion (``search(..., expand=n)``), the id of the
             hit it expands; None for a hit of the search itself.
@@ -127,6 +131,43 @@ class Hit:
     def metadata(self) -> dict[str, Any]:
         """The cell's metadata as the user gave it."""
         return self.cell.metadata
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled or copied hit carries its label, not the store that works it out.
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state.update((k, v) for k, v in self.__dict__.items() if k != _LABEL_OF)
+        return state
+
+
+# Hit.group_label of a hit a search made holds no value until it is first read: the hit
+# keeps, under _LABEL_OF, a function of no arguments returning the label. The descriptor
+# is set after the dataclass is made (a class attribute named like a field would become
+# its default); a value given to the constructor lands in the instance and hides it.
+_LABEL_OF = "_label_of"
+
+
+class _GroupLabel:
+    def __get__(self, hit: Hit | None, owner: type | None = None) -> Any:
+        if hit is None:
+            return self
+        state = hit.__dict__
+        label_of = state.get(_LABEL_OF)
+        if label_of is None:  # another thread read it meanwhile
+            return state["group_label"]
+        label: str = label_of()
+        state["group_label"] = label  # read once: later reads find it in the instance
+        state.pop(_LABEL_OF, None)  # and the hit no longer holds on to the store
+        return label
+
+
+setattr(Hit, "group_label", _GroupLabel())  # noqa: B010 - not a field default (see above)
+
+
+def lazy_hit(label_of: Callable[[], str], **values: Any) -> Hit:
+    """A :class:`Hit` (built as :func:`made` does) whose ``group_label`` is ``label_of()``,
+    called the first time the label is read (internal; for the hits a search returns)."""
+    values[_LABEL_OF] = label_of
+    return made(Hit, **values)
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,41 @@
 """The best ``k`` of an array, compiled: every selection of search goes through :func:`top_k`.
 
 A query selects the best few hundred of about twelve thousand code scores, the groups to
-probe among all centroids, the sub-lists to read among the probed groups' lists. A heap
-pays a sift per entry that beats its worst, which for unordered scores is most of the
-first few thousand; here entries that can still make the best ``k`` are appended to a
-buffer of a few ``k`` and, when it fills, cut back to the best ``k`` by a partition (linear
-time), which also raises the bar the remaining entries must beat. The result is the same
-as a stable sort's first ``k``: ties go to the lower index.
+probe among all centroids, the sub-lists to read among the probed groups' lists. Each input
+is new to the branch predictor, and a comparison sort or a partition of fresh scores
+mispredicts about once per element (measured here: a stable sort of 828 fresh float32 keys
+31 us, 12 us when the same array is sorted again; the best 256 of 12,000 fresh scores 84 us).
+
+Float32 scores therefore go through two passes without data-dependent branches: a
+*bucket select* (one histogram of the scores over equal-width buckets between their
+minimum and maximum, which names the bucket holding the k-th best; every entry of the
+buckets above it and of that one is kept, in index order), then a stable *LSD radix sort*
+of the kept entries on their 32 bits (four passes of one byte). Both are exact: bucket
+numbers fall as scores rise (correctly rounded subtraction and product are monotonic), so
+the best ``k`` are all kept, and the radix sort orders by score with ties in index order.
+Other inputs (float64, infinities, very short arrays) keep a buffer cut back to the best
+``k`` by a partition when it fills. Either way the result is a stable sort's first ``k``:
+ties go to the lower index, and NaN ranks after every number.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 __all__ = ["top_k"]
 
 _MIN_BUFFER = 64
+# Shortest float32 input selected by buckets and radix sort (below, the four counting
+# passes over 256 digits cost more than the comparisons they save).
+_RADIX_FROM = 128
+# Entries per bucket of the histogram, on average (few buckets: little to clear and scan).
+_PER_BUCKET = 8
+# Buckets are used when k is at least 1/_BUCKETS_FROM_SHARE of the input: for fewer, most
+# entries fail the buffer's bar at once (a well-predicted branch) and its cuts are few.
+_BUCKETS_FROM_SHARE = 256
+_MAX_BUCKETS = 4096
 
 
 @njit(cache=True, nogil=True)
@@ -51,6 +70,17 @@ def top_k(values: np.ndarray, k: int) -> np.ndarray:
     k = min(k, n)
     if k <= 0:
         return np.empty(0, np.int64)
+    if _is_float32(values) and _RADIX_FROM <= n < 1 << 31 and k * _BUCKETS_FROM_SHARE >= n:
+        lo, hi, nans = _finite_range(values)
+        if lo <= hi and hi - lo < np.inf:  # every number finite (and at least one)
+            return _bucket_top_k(values, k, lo, hi, nans)
+    return _buffered_top_k(values, k)
+
+
+@njit(cache=True, nogil=True)
+def _buffered_top_k(values: np.ndarray, k: int) -> np.ndarray:
+    """:func:`top_k` by a buffer cut back by partitions (any float dtype; ``0 < k <= n``)."""
+    n = values.shape[0]
     cap = min(n, max(4 * k, _MIN_BUFFER))
     keys = np.empty(cap, values.dtype)
     index = np.empty(cap, np.int64)
@@ -89,3 +119,112 @@ def _descending(keys: np.ndarray) -> np.ndarray:
     packed |= 0xFFFFFFFF - np.arange(n)
     packed = np.sort(packed)[::-1]
     return 0xFFFFFFFF - (packed & 0xFFFFFFFF)
+
+
+@njit(cache=True, nogil=True, fastmath={"nsz"})
+def _finite_range(values: np.ndarray) -> tuple[np.float32, np.float32, int]:
+    """``(min, max, NaN count)`` of ``values``: NaNs left out (min > max when all are)."""
+    lo = np.float32(np.inf)
+    hi = np.float32(-np.inf)
+    nans = 0
+    for i in range(values.shape[0]):  # selects rather than branches on the data
+        v = values[i]
+        nans += v != v
+        lo = v if v < lo else lo  # a NaN compares false: it never becomes lo or hi
+        hi = v if v > hi else hi
+    return lo, hi, nans
+
+
+@njit(cache=True, nogil=True)
+def _bucket_top_k(
+    values: np.ndarray, k: int, lo: np.float32, hi: np.float32, nans: int
+) -> np.ndarray:
+    """:func:`top_k` of float32 ``values`` whose numbers are finite, in ``[lo, hi]``."""
+    n = values.shape[0]
+    numbers = n - nans
+    buckets = min(_MAX_BUCKETS, max(16, numbers // _PER_BUCKET))
+    width = np.float64(hi) - np.float64(lo)
+    scale = (buckets - 1) / width if width > 0.0 else 0.0
+    top = np.float64(hi)
+    counts = np.zeros(buckets, np.int64)
+    for i in range(n):
+        v = values[i]
+        if v == v:  # (the min() only guards against a rounding past the last bucket)
+            counts[min(np.int64((top - v) * scale), buckets - 1)] += 1
+    # The bucket holding the k-th best number (every bucket when fewer than k numbers).
+    last = buckets - 1
+    held = 0
+    for b in range(buckets):
+        held += counts[b]
+        if held >= k:
+            last = b
+            break
+    keys = np.empty(held, np.int64)
+    index = np.empty(held, np.int64)
+    at = 0
+    for i in range(n):
+        v = values[i]
+        if v == v and min(np.int64((top - v) * scale), buckets - 1) <= last:
+            keys[at] = _descending_key(v)
+            index[at] = i
+            at += 1
+    best = _radix_order(keys, index)[: min(k, held)]
+    if held < k:  # fewer than k numbers: the NaNs follow, in index order
+        nan_at = np.flatnonzero(values != values)[: k - held]
+        best = np.concatenate((best, nan_at.astype(np.int64)))
+    return best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _descending_key(v: np.float32) -> np.int64:
+    """An unsigned 32-bit key (in an int64) that is smaller the larger the float32 ``v``
+    (not NaN; -0.0 and 0.0 get the same key)."""
+    bits = np.int64(np.array([v + np.float32(0.0)]).view(np.uint32)[0])
+    sign = bits >> 31
+    ascending = bits ^ (0x80000000 | (sign * 0x7FFFFFFF))
+    return 0xFFFFFFFF - ascending
+
+
+@njit(cache=True, nogil=True)
+def _radix_order(keys: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``index`` ordered by ``keys`` (unsigned 32-bit values) by a stable LSD radix sort:
+    one counting pass and one scatter per byte; a byte every key shares is skipped."""
+    n = keys.shape[0]
+    other_keys = np.empty(n, np.int64)
+    other_index = np.empty(n, np.int64)
+    counts = np.empty(256, np.int64)
+    for shift in range(0, 32, 8):
+        counts[:] = 0
+        for t in range(n):
+            counts[(keys[t] >> shift) & 0xFF] += 1
+        if n == 0 or counts[(keys[0] >> shift) & 0xFF] == n:
+            continue
+        start = 0
+        for d in range(256):
+            c = counts[d]
+            counts[d] = start
+            start += c
+        for t in range(n):
+            d = (keys[t] >> shift) & 0xFF
+            at = counts[d]
+            counts[d] = at + 1
+            other_keys[at] = keys[t]
+            other_index[at] = index[t]
+        keys, other_keys = other_keys, keys
+        index, other_index = other_index, index
+    return index
+
+
+def _is_float32(values: np.ndarray) -> bool:
+    """Whether ``values`` holds float32 (decided when a kernel is compiled)."""
+    return bool(values.dtype == np.float32)
+
+
+@overload(_is_float32)
+def _is_float32_compiled(values: types.Array) -> object:
+    answer = values.dtype == types.float32
+
+    def compiled(values: types.Array) -> bool:  # numba wants the same parameters
+        return answer
+
+    return compiled

@@ -16,7 +16,7 @@ that a concurrent delete could break, and no copy of the logic per framework.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -58,8 +58,13 @@ def select_hits(
     selection: Selection,
     explain: bool,
     scorer: Scorer | None = None,
+    label_of: Callable[[str, int, list[str]], str] | None = None,
 ) -> list[Hit]:
-    """The hits of ``plan`` shaped by ``selection``, best first (expansions after their hit)."""
+    """The hits of ``plan`` shaped by ``selection``, best first (expansions after their hit).
+
+    ``label_of`` (see :func:`~magnetic_core._search.views.hit_view`) leaves the hits' group
+    labels to be worked out when first read.
+    """
     fetch = plan.k if selection.mmr_lambda is None else max(plan.k, selection.fetch_k)
     if selection.ids is not None:
         found = _restricted(index, catalog, plan, selection.ids, fetch)
@@ -72,11 +77,11 @@ def select_hits(
         order = maximal_marginal_relevance(plan.vector, vectors, plan.k, selection.mmr_lambda)
         found = [found[i] for i in order]
     if not selection.expand:
-        return [hit_view(index, catalog, c, explain) for c in found]
+        return [hit_view(index, catalog, c, explain, label_of) for c in found]
     shown = {c.id for c in found}
     hits: list[Hit] = []
     for cand in found:
-        hits.append(hit_view(index, catalog, cand, explain))
+        hits.append(hit_view(index, catalog, cand, explain, label_of))
         hits.extend(_expansion(index, catalog, plan, cand, selection.expand, shown, explain))
     return hits
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 
 from magnetic_core._index.clustering import plan_merge_pairs
@@ -9,7 +12,7 @@ from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._search.candidates import Candidate
 from magnetic_core._sleep.supersession import superseded_by
 from magnetic_core._store.catalog import Catalog
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats, made
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats, lazy_hit, made
 
 __all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
 
@@ -35,8 +38,19 @@ def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
     return made(Cell, **values)
 
 
-def hit_view(index: HierIndex, catalog: Catalog, found: Candidate, explain: bool) -> Hit:
-    """A search candidate as a public Hit, with its route when ``explain`` is set."""
+def hit_view(
+    index: HierIndex,
+    catalog: Catalog,
+    found: Candidate,
+    explain: bool,
+    label_of: Callable[[str, int, list[str]], str] | None = None,
+) -> Hit:
+    """A search candidate as a public Hit, with its route when ``explain`` is set.
+
+    With ``label_of`` (group id, version, member ids -> label) the group label is left
+    to be worked out the first time it is read; without it, it is read from the catalog
+    now.
+    """
     group = found.group
     route = None
     if explain:
@@ -49,9 +63,19 @@ def hit_view(index: HierIndex, catalog: Catalog, found: Candidate, explain: bool
             probed_groups=found.probed_groups,
             context=found.context,
         )
+    cell = cell_view(index, catalog, found.id)
+    if label_of is not None:
+        return lazy_hit(
+            partial(label_of, group.gid, group.version, group.ids),
+            cell=cell,
+            score=found.score,
+            rank_score=found.rank_score,
+            group_id=group.gid,
+            route=route,
+        )
     return made(
         Hit,
-        cell=cell_view(index, catalog, found.id),
+        cell=cell,
         score=found.score,
         rank_score=found.rank_score,
         group_id=group.gid,

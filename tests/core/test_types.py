@@ -111,3 +111,31 @@ def test_views_made_without_init_equal_and_stay_frozen_like_constructed_ones() -
     assert hit == Hit(cell, 0.5, 0.6, "g", "x") and hit.expanded_from is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         hit.score = 1.0  # type: ignore[misc]
+
+
+def test_a_hits_group_label_is_worked_out_when_first_read_and_travels_with_it(tmp_path):
+    import copy
+    import pickle
+
+    texts = ["Ada Lovelace wrote notes on the engine", "Babbage built the engine", "cats nap"]
+    with MagneticMemory(path=str(tmp_path), embedder=HashingEmbedder()) as mem:
+        mem.add(texts)
+        first, again = mem.search("engine notes", k=1)[0], mem.search("engine notes", k=1)[0]
+        assert "group_label" not in vars(first)  # nothing labelled until asked
+        label = mem.group(first.group_id).label
+        assert first.group_label == label and first == again
+        assert first.group_label is first.group_label  # read once, then kept
+        for made in (
+            pickle.loads(pickle.dumps(again)),
+            copy.deepcopy(mem.search("engine notes", k=1)[0]),
+        ):
+            assert made.group_label == label and "_label_of" not in vars(made)
+        assert (
+            dataclasses.replace(mem.search("engine notes", k=1)[0], score=0.5).group_label == label
+        )
+        assert Hit(first.cell, 1.0, 1.0, "g", "given").group_label == "given"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            first.group_label = "other"  # type: ignore[misc]
+        unread = mem.search("engine notes", k=1)[0]
+    # read after the store was closed: the label is still the group's
+    assert unread.group_label == label

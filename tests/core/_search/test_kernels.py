@@ -281,6 +281,31 @@ def test_top_k_ranks_nan_last_and_signed_zeros_as_equal() -> None:
 
 
 @SETTINGS
+@given(
+    st.integers(128, 4000),
+    st.integers(1, 600),
+    st.integers(0, 2**31),
+    st.sampled_from(["normal", "narrow", "constant", "nans", "tiny"]),
+)
+def test_top_k_by_buckets_agrees_with_a_stable_sort(n: int, k: int, seed: int, kind: str) -> None:
+    # Float32 inputs of 128 values or more go through the histogram and the radix sort:
+    # scores crowded in a narrow range, all equal, mostly NaN, or subnormal.
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(n).astype(np.float32)
+    if kind == "narrow":
+        values = (0.5 + 1e-6 * rng.integers(-3, 3, n)).astype(np.float32)
+    elif kind == "constant":
+        values = np.full(n, -0.25, np.float32)
+        values[rng.random(n) < 0.5] = -0.0  # signed zeros tie with zeros
+        values[values == -0.25] = 0.0
+    elif kind == "nans":
+        values[rng.random(n) < 0.9] = np.nan
+    elif kind == "tiny":
+        values = (values * np.float32(1e-42)).astype(np.float32)
+    np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))
+
+
+@SETTINGS
 @given(st.integers(0, 5000), st.integers(0, 300), st.integers(0, 2**31))
 def test_top_k_of_long_arrays_in_any_order(n: int, k: int, seed: int) -> None:
     # Long arrays fill and cut the selection buffer many times; ascending input is its worst.
