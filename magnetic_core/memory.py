@@ -159,6 +159,7 @@ class MagneticMemory(WritePath, SleepMode):
             lexical_weight=lexical_weight,
             context_weight=_thread_weight(query, "context_weight", context_weight, self.config),
             session_weight=_thread_weight(query, "session_weight", session_weight, self.config),
+            routes=explain,
         )
         with self._lock.read():
             if current_only and self._superseded:
@@ -207,6 +208,7 @@ class MagneticMemory(WritePath, SleepMode):
         lexical_weight: float | None,
         context_weight: float,
         session_weight: float,
+        routes: bool = True,
     ) -> SearchPlan:
         """The search's stages and weights: what is given, else the config's."""
         config = self.config
@@ -225,6 +227,7 @@ class MagneticMemory(WritePath, SleepMode):
             rerank=config.rerank,
             min_cells=config.probe_cells if n_probe is None else 0,
             list_size=config.list_size,
+            routes=routes,
         )
 
     def search_among(

@@ -50,9 +50,26 @@ def candidates(
         return []
     loc = index.loc
     groups = [loc[row[0]] for row in picked]
+    probed = len(index.slot_groups) if fallback else len(stages.slots)
+    if not plan.routes:  # nobody reads the route: its fields are left at zero
+        return [
+            Candidate(
+                cid,
+                group,
+                score,
+                score + boost + lex + context,
+                boost,
+                (),
+                0.0,
+                fallback,
+                probed,
+                lex,
+                context,
+            )
+            for (cid, score, boost, lex, context), group in zip(picked, groups, strict=True)
+        ]
     slots = np.fromiter((g.slot for g in groups), np.int64, len(groups))
     csims = (index.centroids[slots] @ plan.vector).tolist()
-    probed = len(index.slot_groups) if fallback else len(stages.slots)
     # Whether the centroid stage probed each picked slot: one mask (np.isin costs 10x).
     probed_mask = np.zeros(len(index.slot_groups), bool)
     probed_mask[stages.centroid_slots] = True

@@ -47,8 +47,9 @@ __all__ = [
 # Reordering float additions lets LLVM vectorise the reductions; no 'nnan'/'ninf', so
 # comparisons with infinities keep their meaning.
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
-# Rows the exact rerank asks the memory system for ahead of the one it scores.
-_AHEAD = 8
+# Rows the exact rerank asks the memory system for ahead of the one it scores (256 rows
+# of a 100K store, caches cold: 120 us 8 ahead, 113 us 16 ahead, 107 us 32 ahead).
+_AHEAD = 16
 # Sub-lists the code scan asks for ahead of the one it scores (each a few KB).
 _LISTS_AHEAD = 8
 

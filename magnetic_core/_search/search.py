@@ -70,6 +70,8 @@ class SearchPlan:
     group_spread: float = 2.0
     # Cells left out whatever they score (superseded cells under ``current_only``).
     exclude: frozenset[str] = frozenset()
+    # Whether candidates carry what a hit's route shows (centroid similarity, stages).
+    routes: bool = True
 
 
 # The default cell budget of a query (``MemoryConfig.probe_cells`` None): ``PROBE_SCALE``

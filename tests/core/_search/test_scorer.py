@@ -309,3 +309,20 @@ def test_small_stores_build_nothing_and_growth_refits_the_basis() -> None:
     scorer.configure(4, 32)  # other settings: everything is dropped and rebuilt
     assert scorer._basis is None
     assert scorer.sync(index) and scorer._basis.shape == (32, 4)
+
+
+def test_a_search_without_routes_finds_the_same_cells_and_scores(data) -> None:
+    # Candidates skip what only a route shows (centroid similarity, stages) when nobody
+    # asked to explain: the hits, their scores and their order are the same.
+    from dataclasses import replace
+
+    base, queries = data
+    index = _index(base)
+    for q in queries[:10]:
+        plan = _plan(q)
+        routed = run_search(index, Catalog(), plan, _scorer(index))
+        plain = run_search(index, Catalog(), replace(plan, routes=False), _scorer(index))
+        assert [(c.id, c.score, c.rank_score) for c in plain] == [
+            (c.id, c.score, c.rank_score) for c in routed
+        ]
+        assert all(c.stages == ("centroid",) and c.centroid_similarity > 0 for c in routed)
