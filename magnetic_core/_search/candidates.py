@@ -51,30 +51,22 @@ def candidates(
     loc = index.loc
     groups = [loc[row[0]] for row in picked]
     probed = len(index.slot_groups) if fallback else len(stages.slots)
-    if not plan.routes:  # nobody reads the route: its fields are left at zero
-        return [
-            Candidate(
-                cid,
-                group,
-                score,
-                score + boost + lex + context,
-                boost,
-                (),
-                0.0,
-                fallback,
-                probed,
-                lex,
-                context,
+    if plan.routes:
+        slots = np.fromiter((g.slot for g in groups), np.int64, len(groups))
+        csims = (index.centroids[slots] @ plan.vector).tolist()
+        # Whether the centroid stage probed each picked slot: one mask (np.isin costs 10x).
+        probed_mask = np.zeros(len(index.slot_groups), bool)
+        probed_mask[stages.centroid_slots] = True
+        entity, lexical = stages.entity_slots, stages.lexical_ids
+        found_by = [
+            _STAGES[in_centroid, group.slot in entity, row[0] in lexical]
+            for row, group, in_centroid in zip(
+                picked, groups, probed_mask[slots].tolist(), strict=True
             )
-            for (cid, score, boost, lex, context), group in zip(picked, groups, strict=True)
         ]
-    slots = np.fromiter((g.slot for g in groups), np.int64, len(groups))
-    csims = (index.centroids[slots] @ plan.vector).tolist()
-    # Whether the centroid stage probed each picked slot: one mask (np.isin costs 10x).
-    probed_mask = np.zeros(len(index.slot_groups), bool)
-    probed_mask[stages.centroid_slots] = True
-    centroid = probed_mask[slots].tolist()
-    entity, lexical = stages.entity_slots, stages.lexical_ids
+    else:  # nobody reads the route: what only it shows is left empty
+        csims = [0.0] * len(groups)
+        found_by = [()] * len(groups)
     return [
         Candidate(
             cid,
@@ -82,15 +74,15 @@ def candidates(
             score,
             score + boost + lex + context,
             boost,
-            _STAGES[in_centroid, group.slot in entity, cid in lexical],
+            by,
             csim,
             fallback,
             probed,
             lex,
             context,
         )
-        for (cid, score, boost, lex, context), group, csim, in_centroid in zip(
-            picked, groups, csims, centroid, strict=True
+        for (cid, score, boost, lex, context), group, csim, by in zip(
+            picked, groups, csims, found_by, strict=True
         )
     ]
 
