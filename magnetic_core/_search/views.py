@@ -35,7 +35,7 @@ def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
         values["contradictions"] = tuple(dict(link) for link in links)
         values["superseded_by"] = newer[0] if newer else None
         values["superseded_at"] = newer[1] if newer else None
-    return made(Cell, **values)
+    return made(Cell, values)
 
 
 def hit_view(
@@ -63,25 +63,17 @@ def hit_view(
             probed_groups=found.probed_groups,
             context=found.context,
         )
-    cell = cell_view(index, catalog, found.id)
+    values = {
+        "cell": cell_view(index, catalog, found.id),
+        "score": found.score,
+        "rank_score": found.rank_score,
+        "group_id": group.gid,
+        "route": route,
+    }
     if label_of is not None:
-        return lazy_hit(
-            partial(label_of, group.gid, group.version, group.ids),
-            cell=cell,
-            score=found.score,
-            rank_score=found.rank_score,
-            group_id=group.gid,
-            route=route,
-        )
-    return made(
-        Hit,
-        cell=cell,
-        score=found.score,
-        rank_score=found.rank_score,
-        group_id=group.gid,
-        group_label=catalog.label(group.gid, group.version, group.ids)[0],
-        route=route,
-    )
+        return lazy_hit(partial(label_of, group.gid, group.version, group.ids), values)
+    values["group_label"] = catalog.label(group.gid, group.version, group.ids)[0]
+    return made(Hit, values)
 
 
 def group_info(index: HierIndex, catalog: Catalog, group: Group) -> GroupInfo:
