@@ -14,7 +14,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["EXACT_FAST", "dot_at", "f32_ptr", "prefetch_row"]
+__all__ = ["EXACT_FAST", "dot_at", "f32_ptr", "i64_ptr", "prefetch_row"]
 
 # The float64 sum may be reordered (vectorised): a cosine to float32 precision does not
 # depend on the order of float64 additions of 384 products of unit-vector entries.
@@ -22,17 +22,25 @@ EXACT_FAST = {"reassoc", "contract", "nsz"}
 _LINE = 64  # bytes per cache line
 
 
+def _pointer_codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    """An integer address as the signature's pointer type."""
+    return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+
 @intrinsic
 def f32_ptr(typingctx, address):  # type: ignore[no-untyped-def]
     """A float32 pointer from an integer address (the address of a live numpy block)."""
     if not isinstance(address, types.Integer):
         return None
-    sig = types.CPointer(types.float32)(address)
+    return types.CPointer(types.float32)(address), _pointer_codegen
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
 
-    return sig, codegen
+@intrinsic
+def i64_ptr(typingctx, address):  # type: ignore[no-untyped-def]
+    """An int64 pointer from an integer address (the address of a live int64 buffer)."""
+    if not isinstance(address, types.Integer):
+        return None
+    return types.CPointer(types.int64)(address), _pointer_codegen
 
 
 @intrinsic

@@ -1,7 +1,7 @@
 """The query side of BM25: a query's scores, its best documents and a pool's scores.
 
 :class:`BM25Queries` is a base of :class:`~magnetic_core._text.lexical.LexicalIndex`: it
-reads the index's postings and lengths and runs the compiled passes of
+reads the index's postings (by address) and lengths and runs the compiled passes of
 :mod:`magnetic_core._text.bm25`, each thread with its own zeroed scratch row.
 """
 
@@ -34,6 +34,10 @@ class BM25Queries:
     def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         raise NotImplementedError
 
+    def _posting_at(self, term: str) -> tuple[int, int, int] | None:
+        """A term's postings by address: ``(docs' address, tfs' address, count)``."""
+        raise NotImplementedError
+
     def cids_of(self, docs: np.ndarray) -> list[str]:
         raise NotImplementedError
 
@@ -51,18 +55,15 @@ class BM25Queries:
         Returns:
             ``(docs, scores)``: document numbers (ascending) and their BM25 scores.
         """
-        # Zero-copy views of the postings, released before returning: an ``array`` that
-        # exports its buffer cannot grow, and the next write must be able to append.
-        views: list[np.ndarray] = []
-        try:
-            args = self._kernel_args(query, views)
-            if args is None:
-                return np.empty(0, np.int64), np.empty(0, np.float32)
-            from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
+        args = self._kernel_args(query)
+        if args is None:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
 
+        try:
             return bm25_scores(*args)
         finally:
-            views.clear()
+            del args  # the lengths' view: an ``array`` exporting its buffer cannot grow
 
     def pool_scores(
         self, query: Iterable[str], pool: np.ndarray, n_top: int
@@ -73,16 +74,15 @@ class BM25Queries:
 
         Nothing the size of the matches is kept or searched (17K documents for a 25-word
         query at 100K cells)."""
-        views: list[np.ndarray] = []
-        try:
-            args = self._kernel_args(query, views)
-            if args is None:
-                return None
-            from magnetic_core._text.bm25 import bm25_pool  # numba: imported on first use
+        args = self._kernel_args(query)
+        if args is None:
+            return None
+        from magnetic_core._text.bm25 import bm25_pool  # numba: imported on first use
 
+        try:
             return bm25_pool(*args, pool, n_top)  # type: ignore[call-arg]  # numba's typing
         finally:
-            views.clear()
+            del args
 
     def matches(self, query: Iterable[str]) -> bool:
         """Whether :meth:`scores` of ``query`` finds any document."""
@@ -93,38 +93,40 @@ class BM25Queries:
                 return True
         return False
 
-    def _kernel_args(
-        self, query: Iterable[str], views: list[np.ndarray]
-    ) -> tuple[Any, ...] | None:
-        """The BM25 kernels' arguments for ``query`` (None when no term is scored); the
-        postings' views are added to ``views``, for the caller to release."""
+    def _kernel_args(self, query: Iterable[str]) -> tuple[Any, ...] | None:
+        """The BM25 kernels' arguments for ``query`` (None when no term is scored).
+
+        The postings are passed by address: they must not change until the kernel has
+        returned (writes and searches of a store's index are ordered by the store's lock).
+        The document lengths are a view, which the caller drops after the call.
+        """
         n = len(self._docno)
         if n == 0:
             return None
         weights: list[float] = []
+        doc_at: list[int] = []
+        tf_at: list[int] = []
+        counts: list[int] = []
+        k1 = self.k1
+        most = self.max_df_share * n if n >= 20 else n
         for term in dict.fromkeys(query):
-            post = self._posting(term)
-            if post is None:
+            post = self._posting_at(term)
+            if post is None or post[2] > most:
                 continue
-            df = len(post[0])
-            if n >= 20 and df > self.max_df_share * n:
-                continue
-            weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (self.k1 + 1.0))
-            views.extend(post)
+            df = post[2]
+            weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0))
+            doc_at.append(post[0])
+            tf_at.append(post[1])
+            counts.append(df)
         if not weights:
             return None
-        docs = np.concatenate(views[0::2]).astype(np.int64, copy=False)
-        tfs = np.concatenate(views[1::2])
-        sizes = [v.shape[0] for v in views[0::2]]
-        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        views.append(np.frombuffer(self._length, dtype=np.float32))
         avgdl = max(self._total_length / n, 1e-9)
         return (
-            docs,
-            tfs,
-            bounds,
-            np.asarray(weights, np.float32),
-            views[-1],
+            np.array(doc_at, np.int64),
+            np.array(tf_at, np.int64),
+            np.array(counts, np.int64),
+            np.array(weights, np.float32),
+            np.frombuffer(self._length, dtype=np.float32),
             avgdl,
             self.k1,
             self.b,
@@ -133,11 +135,11 @@ class BM25Queries:
         )
 
     def _scratch(self, n: int) -> np.ndarray:
-        """This thread's zeroed float64 row of at least ``n`` entries (kept between queries:
+        """This thread's zeroed float32 row of at least ``n`` entries (kept between queries:
         the kernel leaves it zeroed)."""
         acc = getattr(self._local, "acc", None)
         if acc is None or acc.shape[0] < n:
-            acc = np.zeros(max(n, 1024, 0 if acc is None else 2 * acc.shape[0]), np.float64)
+            acc = np.zeros(max(n, 1024, 0 if acc is None else 2 * acc.shape[0]), np.float32)
             self._local.acc = acc
         return acc
 
@@ -175,4 +177,3 @@ class BM25Queries:
         hit = docs[at] == numbers
         out[hit] = vals[at[hit]]
         return out
-

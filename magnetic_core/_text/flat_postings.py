@@ -8,6 +8,7 @@ index has turned its postings back into per-term arrays for a write.
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -48,15 +49,27 @@ class FlatPostings:
 
     def per_term(self) -> dict[str, tuple[array, array]]:
         """Each term's postings as growable ``array`` pairs (docs, tfs), for writes."""
-        code = "l" if array("l").itemsize == 8 else "q"
         postings: dict[str, tuple[array, array]] = {}
         starts = self.starts.tolist()
         for i, term in enumerate(self.terms):
-            d, f = array(code), array("f")
+            d, f = array("q"), array("f")
             d.frombytes(self.docs[starts[i] : starts[i + 1]].tobytes())
             f.frombytes(self.tfs[starts[i] : starts[i + 1]].tobytes())
             postings[term] = (d, f)
         return postings
+
+    def posting_at(self, term: str) -> tuple[int, int, int] | None:
+        """A term's postings by address: ``(docs' address, tfs' address, count)``."""
+        at = self.vocab.get(term)
+        if at is None:
+            return None
+        lo, hi = int(self.starts[at]), int(self.starts[at + 1])
+        docs_at, tfs_at = self._addresses
+        return docs_at + 8 * lo, tfs_at + 4 * lo, hi - lo
+
+    @functools.cached_property
+    def _addresses(self) -> tuple[int, int]:
+        return self.docs.ctypes.data, self.tfs.ctypes.data
 
     def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         at = self.vocab.get(term)

@@ -5,7 +5,7 @@ BM25 rewards exactly those. Words are indexed by their Snowball (Porter 2) Engli
 "painted" finds "painting" and "researched" finds "research": people rarely ask in the
 inflection they wrote in. Cells get integer document numbers; each term keeps compact
 ``array`` postings (document numbers and term frequencies) that a query reads in place
-(zero-copy numpy views) and scores in one compiled pass (:mod:`magnetic_core._text.bm25`):
+(by address) and scores in one compiled pass (:mod:`magnetic_core._text.bm25`):
 a query's cost is the length of its terms' postings, and it keeps no memory.
 
 An index read back from a store's snapshot (:meth:`LexicalIndex.from_arrays`) keeps the
@@ -32,6 +32,9 @@ from magnetic_core._text.flat_postings import DocTerms, FlatPostings
 from magnetic_core._text.tokenize import index_terms, stem, terms
 
 __all__ = ["LexicalIndex", "index_terms", "stem"]
+
+# The postings' document numbers: int64 on every platform (the BM25 kernels read them so).
+_DOCS = "q"
 
 # Keys of document numberings, unique across indexes: see ``LexicalIndex.numbering``.
 _NUMBERINGS = itertools.count()
@@ -110,7 +113,7 @@ class LexicalIndex(BM25Queries):
         self._cids.append(cid)
         if doc >= self._alive.shape[0]:
             grown = np.zeros(2 * self._alive.shape[0], bool)
-            grown[: doc] = self._alive[: doc]
+            grown[:doc] = self._alive[:doc]
             self._alive = grown
         self._alive[doc] = True
         length = float(sum(counts.values()))
@@ -121,7 +124,7 @@ class LexicalIndex(BM25Queries):
         for term, tf in counts.items():
             post = postings.get(term)
             if post is None:
-                postings[term] = (array("l", (doc,)), array("f", (tf,)))
+                postings[term] = (array(_DOCS, (doc,)), array("f", (tf,)))
             else:
                 post[0].append(doc)
                 post[1].append(tf)
@@ -165,7 +168,7 @@ class LexicalIndex(BM25Queries):
         self._length = length
         self._doc_terms = {renumber[d]: t for d, t in self._doc_terms.items()}
         for term, (docs, tfs) in self._postings.items():
-            self._postings[term] = (array("l", (renumber[d] for d in docs)), tfs)
+            self._postings[term] = (array(_DOCS, (renumber[d] for d in docs)), tfs)
 
     def df(self, term: str) -> int:
         """Number of cells holding ``term`` (a word, stemmed here, or a stem)."""
@@ -180,8 +183,18 @@ class LexicalIndex(BM25Queries):
         post = self._postings.get(term)
         if post is None:
             return None
-        docs = np.frombuffer(post[0], dtype=np.int64 if post[0].itemsize == 8 else np.int32)
-        return docs, np.frombuffer(post[1], dtype=np.float32)
+        return np.frombuffer(post[0], dtype=np.int64), np.frombuffer(post[1], dtype=np.float32)
+
+    def _posting_at(self, term: str) -> tuple[int, int, int] | None:
+        """A term's postings by address (see ``BM25Queries._kernel_args``)."""
+        flat = self._flat
+        if flat is not None:
+            return flat.posting_at(term)
+        post = self._postings.get(term)
+        if post is None:
+            return None
+        docs_at, n = post[0].buffer_info()
+        return docs_at, post[1].buffer_info()[0], n
 
     def term_counts(self, cids: Iterable[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The terms the given cells hold, as words: ``(words, cells, df)``.
@@ -267,7 +280,7 @@ class LexicalIndex(BM25Queries):
         tfs = np.empty(docs.shape[0], np.float32)
         at = 0
         for d, f in self._postings.values():
-            docs[at : at + len(d)] = np.frombuffer(d, dtype=np.int64) if d.itemsize == 8 else d
+            docs[at : at + len(d)] = np.frombuffer(d, dtype=np.int64)
             tfs[at : at + len(f)] = np.frombuffer(f, dtype=np.float32)
             at += len(d)
         doc_terms = [position[t] for doc in live for t in self._doc_terms[doc]]

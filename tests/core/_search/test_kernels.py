@@ -313,3 +313,23 @@ def test_top_k_of_long_arrays_in_any_order(n: int, k: int, seed: int) -> None:
     values = rng.integers(-50, 50, n).astype(np.float32)
     for arranged in (values, np.sort(values), np.sort(values)[::-1].copy()):
         np.testing.assert_array_equal(kernels.top_k(arranged, k), _ref_top(arranged, k))
+
+
+@SETTINGS
+@given(st.integers(1, 400), st.integers(0, 2**31), st.sampled_from([2, 7, 10_000]))
+def test_the_buffer_cut_selects_the_kth_smallest_with_ties_and_infinities(
+    n: int, seed: int, spread: int
+) -> None:
+    from magnetic_core._search.select_kernel import _kth_smallest
+
+    rng = np.random.default_rng(seed)
+    values = rng.integers(-spread, spread, n).astype(np.float64)
+    values[rng.random(n) < 0.05] = np.inf
+    values[rng.random(n) < 0.05] = -np.inf
+    kth = int(rng.integers(0, n))
+    for dtype in (np.float32, np.float64):
+        a = values.astype(dtype)
+        assert _kth_smallest(a.copy(), kth) == np.sort(a)[kth]
+    # Float64 with infinities is selected by the buffer, whatever k is.
+    k = int(rng.integers(1, n + 1))
+    np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))

@@ -19,15 +19,20 @@ def _reference(postings, weights, lengths, avgdl, k1, b):
     return docs, np.array([acc[d] for d in docs.tolist()], np.float64)
 
 
+def _addresses(postings):
+    """The kernels' ``(doc_at, tf_at, counts)`` for the given (docs, tfs) arrays."""
+    return (
+        np.array([d.ctypes.data for d, _ in postings], np.int64),
+        np.array([f.ctypes.data for _, f in postings], np.int64),
+        np.array([d.shape[0] for d, _ in postings], np.int64),
+    )
+
+
 def _call(postings, weights, lengths, avgdl, k1=1.2, b=0.75):
-    docs = np.concatenate([p[0] for p in postings] + [np.empty(0, np.int64)])
-    tfs = np.concatenate([p[1] for p in postings] + [np.empty(0, np.float32)])
-    bounds = np.concatenate([[0], np.cumsum([len(p[0]) for p in postings])]).astype(np.int64)
-    acc = np.zeros(len(lengths) + 3)
+    postings = [(np.asarray(d, np.int64), np.asarray(f, np.float32)) for d, f in postings]
+    acc = np.zeros(len(lengths) + 3, np.float32)  # as the index keeps it
     found = bm25_scores(
-        docs,
-        tfs,
-        bounds,
+        *_addresses(postings),
         np.asarray(weights, np.float32),
         lengths,
         avgdl,
@@ -72,14 +77,14 @@ def test_one_scratch_row_serves_queries_of_different_stores_in_turn():
     """The row the kernel leaves zeroed gives the next query, larger or smaller, its own
     scores (nothing of the previous query leaks into it)."""
     rng = np.random.default_rng(7)
-    acc = np.zeros(500)
+    acc = np.zeros(500, np.float32)
     for n_docs in (500, 40, 300):
         lengths = rng.integers(1, 30, n_docs).astype(np.float32)
         docs = np.sort(rng.choice(n_docs, n_docs // 2, replace=False)).astype(np.int64)
         tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
-        bounds = np.array([0, docs.shape[0]], np.int64)
         w = np.array([2.0], np.float32)
-        got_docs, got = bm25_scores(docs, tfs, bounds, w, lengths, 10.0, 1.2, 0.75, n_docs, acc)
+        at = _addresses([(docs, tfs)])
+        got_docs, got = bm25_scores(*at, w, lengths, 10.0, 1.2, 0.75, n_docs, acc)
         want_docs, want = _reference([(docs, tfs)], [2.0], lengths, 10.0, 1.2, 0.75)
         assert got_docs.tolist() == want_docs.tolist()
         np.testing.assert_allclose(got, want, rtol=2e-6)
@@ -100,12 +105,9 @@ def test_bm25_pool_gives_the_best_and_the_pools_scores_of_the_same_pass(
         docs = np.flatnonzero(rng.random(n_docs) < density).astype(np.int64)
         postings.append((docs, rng.integers(1, 3, docs.shape[0]).astype(np.float32)))
     weights = np.asarray(rng.choice([1.0, 2.0], n_terms), np.float32)
-    docs = np.concatenate([p[0] for p in postings] + [np.empty(0, np.int64)])
-    tfs = np.concatenate([p[1] for p in postings] + [np.empty(0, np.float32)])
-    bounds = np.concatenate([[0], np.cumsum([len(p[0]) for p in postings])]).astype(np.int64)
     pool = rng.integers(-3, n_docs + 5, 60)  # absent, negative and too large numbers too
-    acc = np.zeros(n_docs + 1)
-    args = (docs, tfs, bounds, weights, lengths, 4.0, 1.2, 0.75, n_docs, acc)
+    acc = np.zeros(n_docs + 1, np.float32)
+    args = (*_addresses(postings), weights, lengths, 4.0, 1.2, 0.75, n_docs, acc)
     top, top_vals, at_pool = bm25_pool(*args, pool, n_top)
     assert not acc.any()
     all_docs, all_vals = bm25_scores(*args)
