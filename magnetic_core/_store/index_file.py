@@ -294,7 +294,7 @@ def _restore_labels(arrays: Mapping[str, np.ndarray], index: HierIndex, catalog:
     groups = index.slot_groups
     if len(labels) != len(groups) or len(ends) != len(groups):
         raise ValueError("the snapshot's labels and groups disagree")
-    starts = [0, *ends[:-1]]
+    starts = [0, *ends][: len(ends)]  # no groups: no starts
     tops = [tuple(entities[a:b]) for a, b in zip(starts, ends, strict=True)]
     catalog.restore_labels(groups, zip(labels, tops, strict=True))
 

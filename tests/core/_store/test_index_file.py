@@ -265,6 +265,19 @@ def test_a_store_whose_cells_name_no_entity_reopens_from_the_snapshot(
     assert "unreadable" not in caplog.text
 
 
+def test_an_empty_store_reopens_from_its_snapshot_without_a_warning(tmp_path, caplog):
+    # A CLI session's namespaces are often empty: their snapshot was read as broken.
+    with _open(tmp_path) as mem:
+        assert mem.count() == 0
+    assert (tmp_path / DIRECTORY / "default.npz").is_file()
+    with caplog.at_level(logging.WARNING), _open(tmp_path) as mem:
+        assert mem.count() == 0 and mem.search("cats", k=3) == []
+        mem.add(["the cat sleeps"], ids=["a"])
+    assert "unreadable" not in caplog.text
+    with _open(tmp_path) as mem:
+        assert [h.id for h in mem.search("cat", k=3)] == ["a"]
+
+
 def test_a_snapshot_of_an_older_format_is_rebuilt_never_misread(store, caplog):
     import json
 
