@@ -14,7 +14,8 @@ it is copied (their write would be acknowledged, then dropped with it):
    read before every write anyway, and wait while it is there
    (:meth:`~magnetic_core._store.lifecycle.StoreLifecycle._sync`). The compaction refreshes
    it after every page it copies; a mark not refreshed for ``rebuild.STALE_AFTER`` seconds
-   is a compaction that died, which holds nobody back (the next open drops it and its copy).
+   is a compaction that died, which holds nobody back (the next open drops its copy, the
+   first write that sees the mark drops the mark).
 2. a short settling wait lets writes that read the counters before the mark finish.
 3. the counters and the write journal are read; the rows are copied; both are read again.
    Any change (another writer got through) gives up and drops the copy: nothing is lost,

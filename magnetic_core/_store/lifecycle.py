@@ -191,8 +191,11 @@ class StoreLifecycle:
             if began is None:
                 break
             if not is_fresh(began):
-                logger.warning("ignoring the mark of a compaction that stopped %d s ago",
+                logger.warning("dropping the mark of a compaction that stopped %d s ago",
                                time.time() - began)  # fmt: skip
+                # (an open leaves a mark without a copy for the first write to drop: reading
+                # it there would load Chroma's vector index of the cells)
+                self._store.drop_compaction_mark()
                 break
             time.sleep(0.1)
             self._clock.read()

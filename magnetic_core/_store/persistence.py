@@ -358,6 +358,10 @@ class ChromaStore(GroupRows):
         }
         return counters, counters.pop(COMPACT_MARK, None)
 
+    def drop_compaction_mark(self) -> None:
+        """Delete the mark a compaction that died left in the cells (no write of cells)."""
+        self._call("drop a dead compaction's mark", self.cells.delete, ids=[COMPACT_MARK])
+
     def tagged_cells(self, txn: str) -> list[str]:
         """Ids of the cells written by transaction ``txn``."""
         got = self._call("read a transaction", self.cells.get, where={TXN_KEY: txn}, include=[])

@@ -35,7 +35,8 @@ SUFFIX = "-rebuild"
 # A counter-shaped row in a cells collection that says a compaction of it is running; its
 # value is the time (Unix seconds) the compaction last showed it is alive (it refreshes the
 # mark after every page it copies). A mark older than STALE_AFTER is a compaction that died:
-# it no longer holds writers back, and the next open drops it with its copy.
+# it no longer holds writers back; the next open drops it with its copy (a mark left without
+# a copy is dropped by the first write that sees it).
 COMPACT_MARK = "~mag-compacting"
 STALE_AFTER = 30.0
 
@@ -52,12 +53,18 @@ def finish_interrupted(client: Any, names: tuple[str, ...]) -> None:
             if copy in existing:  # died between the drop and the rename: the copy is whole
                 client.get_collection(copy, embedding_function=None).modify(name=name)
             continue
+        if copy not in existing:
+            # Nothing to finish. A compaction that died before making its copy may have
+            # left its mark, but reading the rows for it would make Chroma load the
+            # collection's vector index (about 200 MB at 100K cells), which a memory that
+            # only searches never needs: the first write drops a dead mark instead
+            # (``StoreLifecycle._sync``), and until then it holds nobody back.
+            continue
         original = client.get_collection(name, embedding_function=None)
         marked = _mark_time(original)
         if marked is not None and is_fresh(marked):
             continue  # a compaction is running in another process: its copy is its own
-        if copy in existing:
-            client.delete_collection(copy)  # died while copying: the original is whole
+        client.delete_collection(copy)  # died while copying: the original is whole
         if marked is not None:
             original.delete(ids=[COMPACT_MARK])
 

@@ -207,6 +207,28 @@ def test_an_open_finishes_or_leaves_a_compaction_as_it_should(tmp_path):
         waiter.close()
 
 
+def test_a_dead_compactions_mark_without_a_copy_is_dropped_by_the_first_write(tmp_path):
+    """A compaction that died before making its copy left only its mark: an open leaves it
+    (reading it would load Chroma's index of the cells), the first write drops it and is
+    not held back, and later writes find no mark."""
+    path = tmp_path / "store"
+    with MagneticMemory(path=path, embedder=HashingEmbedder(64)) as mem:
+        mem.add(_texts(0, 20), ids=[f"c{i}" for i in range(20)])
+    cells = chromadb.PersistentClient(str(path)).get_collection("mag-default-cells")
+    cells.upsert(ids=[COMPACT_MARK], embeddings=[[1.0] + [0.0] * 63],
+                 metadatas=[{WRITER_KEY: int(time.time() - rebuild.STALE_AFTER - 5)}])  # fmt: skip
+    with MagneticMemory(path=path, embedder=HashingEmbedder(64)) as mem:
+        assert mem.count() == 20
+        start = time.perf_counter()
+        mem.add(["written after a compaction died"], ids=["late"])
+        assert time.perf_counter() - start < 10
+        assert COMPACT_MARK not in cells.get(ids=[COMPACT_MARK])["ids"]
+        mem.add(["and one more"], ids=["later"])
+    with MagneticMemory(path=path, embedder=HashingEmbedder(64)) as mem:
+        ids = sorted(c.id for c in mem.get())
+        assert ids == sorted([f"c{i}" for i in range(20)] + ["late", "later"])
+
+
 WRITER = textwrap.dedent(
     """
     import json, sys

@@ -103,6 +103,30 @@ def test_a_snapshot_open_searches_with_the_saved_labels_and_computes_none(store,
         assert hit.group_label and computed  # a group changed since is labelled anew
 
 
+def test_a_memory_that_only_reads_never_reads_the_cells_rows_from_chroma(store, monkeypatch):
+    """Any read of the cells collection's rows makes Chroma load its own vector index of
+    them (about 200 MB at 100K cells) that the engine never queries: an open from the
+    snapshot, searches, gets and counts read none."""
+    from chromadb.api.models.Collection import Collection
+
+    path, view = store
+    reads: list[tuple[str, str]] = []
+    for method in ("get", "count", "query", "peek"):
+        real = getattr(Collection, method)
+
+        def spy(self, *args, _real=real, _method=method, **kwargs):
+            reads.append((self.name, _method))
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Collection, method, spy)
+    with _open(path) as mem:
+        assert _view(mem) == view
+        assert mem.get(["c3"])[0].text == TEXTS[3]
+        assert mem.count() == len(TEXTS)
+        assert mem.search(vector=np.ones(64, np.float32), k=3)
+    assert [r for r in reads if r[0].endswith("-cells")] == []
+
+
 def test_a_write_by_another_memory_that_closed_first_is_not_lost(store):
     path, _ = store
     a = _open(path)
