@@ -96,6 +96,15 @@ class Pool:
                 self._docs = np.concatenate([self._docs, self._lexical.numbers(new)])
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
 
+    def add_docs(self, docs: np.ndarray, scores: np.ndarray) -> None:
+        """Add cells named by document number with their exact cosines (a pool named by
+        number only; the caller has left out the numbers it holds)."""
+        assert self._docs is not None and self._ids is None
+        if docs.shape[0]:
+            self.bm25 = None
+            self._docs = np.concatenate([self._docs, docs])
+            self.scores = np.concatenate([self.scores, scores])
+
     def extend_docs(
         self,
         index: HierIndex,

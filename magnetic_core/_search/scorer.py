@@ -335,6 +335,33 @@ class Scorer:
         """The slot of each row's group (rows from :meth:`doc_rows`)."""
         return self._state.row_slots(rows)
 
+    def join_rows(
+        self,
+        docs: np.ndarray,
+        rows: np.ndarray,
+        probed: np.ndarray,
+        have: np.ndarray,
+        q: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which of ``docs`` (ascending; ``rows``: their :meth:`doc_rows`) join a pool
+        holding ``have``: those in a ``probed`` slot, with their exact cosines, and those
+        without a row (see :func:`~magnetic_core._search.join_kernel.join_rows`)."""
+        from magnetic_core._search.join_kernel import join_rows  # numba: loaded by the probe
+
+        cols = self._state.rows.cols
+        blocks = self._state.blocks.cols
+        return join_rows(
+            docs,
+            rows,
+            cols["block"],
+            blocks["slot"],
+            probed,
+            have,
+            blocks["address"],
+            cols["row"],
+            q,
+        )
+
     def row_cosines(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Exact cosines of the given rows' cells, read from their blocks by address."""
         cols = self._state.rows.cols

@@ -163,7 +163,7 @@ def _join_lexical(
             top, top_vals, at_pool = found
             stages.lexical_best = float(top_vals[0])
             pool.extend_docs(index, top, plan.vector, None, scorer, bm25=(at_pool, top_vals))
-            stages.lexical_ids = set(lexical.cids_of(top))
+            stages.lexical_top = top
             return
     scored = stages.lexical
     if scored is None:
@@ -171,7 +171,7 @@ def _join_lexical(
     top, _ = lexical.top_docs(*scored, n_top)
     top_ids = lexical.cids_of(top)
     pool.extend_docs(index, top, plan.vector, top_ids, scorer)
-    stages.lexical_ids = set(top_ids)
+    stages.lexical_top = top
 
 
 def _ready(index: HierIndex, plan: SearchPlan, scorer: Scorer | None) -> tuple[Scorer | None, bool]:
@@ -243,23 +243,22 @@ def _extend_boosted(
     index: HierIndex, catalog: Catalog, stages: Stages, scorer: Scorer, pool: Pool, q: np.ndarray
 ) -> None:
     """Add the boosted cells of the probed groups to a pool named by document number:
-    their slots and cosines from the scorer's rows by array operations (an entity can
-    boost thousands of cells), by id only for the cells of groups changed since coded."""
+    found and scored from the scorer's rows in one compiled pass (an entity can boost
+    thousands of cells), by id only for the cells of groups changed since coded."""
     lexical = catalog.lexical
     docs = stages.boosted_docs(lexical)
-    rows = scorer.doc_rows(docs, lexical)
-    slots = np.full(docs.shape[0], -1, np.int64)
-    held = rows >= 0
-    slots[held] = scorer.row_slots(rows[held])
-    by_id = np.flatnonzero(~held)
-    if by_id.size:
-        loc = index.loc
-        slots[by_id] = [loc[c].slot for c in lexical.cids_of(docs[by_id])]
+    if not docs.shape[0]:
+        return
     probed = np.zeros(len(index.slot_groups), bool)
     probed[stages.slots] = True
-    keep = np.flatnonzero(probed[slots])
-    if keep.size:
-        pool.extend_docs(index, docs[keep], q, None, scorer, rows[keep])
+    rows = scorer.doc_rows(docs, lexical)
+    joined, scores, loose = scorer.join_rows(docs, rows, probed, pool.docs(lexical), q)
+    pool.add_docs(docs[joined], scores)
+    if loose.shape[0]:
+        loc = index.loc
+        named = [c for c in lexical.cids_of(docs[loose]) if probed[loc[c].slot]]
+        if named:
+            pool.extend_docs(index, lexical.numbers(named), q, named)
 
 
 def _exact(

@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from magnetic_core._search import kernels
+from magnetic_core._search import join_kernel, kernels
 from magnetic_core._search.sublists import ranges, split_lists
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -333,3 +333,54 @@ def test_the_buffer_cut_selects_the_kth_smallest_with_ties_and_infinities(
     # Float64 with infinities is selected by the buffer, whatever k is.
     k = int(rng.integers(1, n + 1))
     np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))
+
+
+def _sorted_unique(rng: np.random.Generator, n: int, high: int) -> np.ndarray:
+    return np.unique(rng.integers(0, high, n)).astype(np.int64)
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(0, 50), st.integers(0, 50), st.integers(1, 80))
+def test_merge_unique_is_the_sorted_union(seed: int, na: int, nb: int, high: int) -> None:
+    rng = np.random.default_rng(seed)
+    a, b = _sorted_unique(rng, na, high), _sorted_unique(rng, nb, high)
+    np.testing.assert_array_equal(join_kernel.merge_unique(a, b), np.union1d(a, b))
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(0, 60), st.integers(1, 6))
+def test_join_rows_takes_the_probed_cells_the_pool_lacks_like_numpy(
+    seed: int, n_docs: int, n_slots: int
+) -> None:
+    """Documents of probed slots not in the pool join with their exact cosines, in order;
+    those without a row and not pooled are handed back to be placed by id."""
+    rng = np.random.default_rng(seed)
+    d, n_blocks = 5, 4
+    blocks = [
+        rng.integers(-3, 4, (int(rng.integers(1, 12)), d)).astype(np.float32)
+        for _ in range(n_blocks)
+    ]
+    addresses = np.array([b.ctypes.data for b in blocks], np.int64)
+    row_block = np.concatenate([np.full(b.shape[0], i, np.int32) for i, b in enumerate(blocks)])
+    row_in_block = np.concatenate([np.arange(b.shape[0], dtype=np.int32) for b in blocks])
+    block_slot = rng.integers(0, n_slots, n_blocks)
+    probed = rng.random(n_slots) < 0.6
+    docs = _sorted_unique(rng, n_docs, 100)
+    rows = np.where(
+        rng.random(docs.shape[0]) < 0.8, rng.integers(0, row_block.shape[0], docs.shape[0]), -1
+    )
+    have = rng.permutation(
+        np.concatenate([rng.choice(docs, docs.shape[0] // 3), rng.integers(0, 100, 5)])
+    )
+    q = rng.integers(-2, 3, d).astype(np.float32)
+    joined, scores, loose = join_kernel.join_rows(
+        docs, rows, row_block, block_slot, probed, have, addresses, row_in_block, q
+    )
+    fresh = ~np.isin(docs, have)
+    held = rows >= 0
+    slot = block_slot[row_block[np.where(held, rows, 0)]]
+    want = np.flatnonzero(fresh & held & probed[slot])
+    np.testing.assert_array_equal(joined, want)
+    exact = [blocks[row_block[r]][row_in_block[r]] @ q for r in rows[want]]
+    np.testing.assert_array_equal(scores, np.array(exact, np.float32))
+    np.testing.assert_array_equal(loose, np.flatnonzero(fresh & ~held))

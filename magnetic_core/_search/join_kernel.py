@@ -1,0 +1,112 @@
+"""Compiled joins of the entity stage's cells to a coded probe's pool (numba).
+
+A text query naming a recurring entity boosts every cell holding it, often thousands at
+100K cells; those of the probed groups join the pool with their exact cosines. Done in
+numpy, that was a dozen array operations (the entities' numbers merged by ``np.unique``, a
+mask of the probed slots, the pool's numbers sorted and searched, the rows' cosines, the
+concatenations), about 0.2 ms of a text query at 100K cells under load. Here it is two
+passes over sorted numbers. Tested against numpy in ``tests/core/_search/test_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from magnetic_core._search.pointers import dot_at, prefetch_row
+
+__all__ = ["join_rows", "merge_unique"]
+
+# Rows asked for ahead of the one scored (as the exact rerank does).
+_AHEAD = 16
+
+
+@njit(cache=True, nogil=True)
+def merge_unique(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted union of two ascending int64 arrays without repeats (a merge, no sort)."""
+    na, nb = a.shape[0], b.shape[0]
+    out = np.empty(na + nb, np.int64)
+    i = j = m = 0
+    while i < na and j < nb:
+        x, y = a[i], b[j]
+        if x <= y:
+            out[m] = x
+            i += 1
+            if x == y:
+                j += 1
+        else:
+            out[m] = y
+            j += 1
+        m += 1
+    while i < na:
+        out[m] = a[i]
+        i += 1
+        m += 1
+    while j < nb:
+        out[m] = b[j]
+        j += 1
+        m += 1
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def join_rows(
+    docs: np.ndarray,
+    rows: np.ndarray,
+    row_block: np.ndarray,
+    block_slot: np.ndarray,
+    probed: np.ndarray,
+    have: np.ndarray,
+    addresses: np.ndarray,
+    row_in_block: np.ndarray,
+    q: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cells of ``docs`` that join a pool: those in a probed slot and not in it yet.
+
+    Args:
+        docs: document numbers, ascending, without repeats.
+        rows: each one's arena row (the scorer's ``doc_rows``), -1 where no current block
+            holds it.
+        row_block: the block of each arena row; ``block_slot``: the slot of each block.
+        probed: whether each slot is probed.
+        have: the pool's document numbers (any order).
+        addresses: each block's address; ``row_in_block``: each arena row's row in it.
+        q: the query vector (float32).
+
+    Returns:
+        ``(joined, scores, loose)``: the indices into ``docs`` of the cells that join, in
+        order, their exact cosines, and the indices of the documents without a row that the
+        pool does not hold (their slot is found by id).
+    """
+    n = docs.shape[0]
+    pooled = np.sort(have)
+    n_pooled = pooled.shape[0]
+    joined = np.empty(n, np.int64)
+    loose = np.empty(n, np.int64)
+    m = u = 0
+    j = 0
+    for i in range(n):
+        d = docs[i]
+        while j < n_pooled and pooled[j] < d:
+            j += 1
+        if j < n_pooled and pooled[j] == d:
+            continue
+        r = rows[i]
+        if r < 0:
+            loose[u] = i
+            u += 1
+        elif probed[block_slot[row_block[r]]]:
+            joined[m] = i
+            m += 1
+    scores = np.empty(m, np.float32)
+    stride = q.shape[0] * 4
+    for t in range(min(_AHEAD, m)):
+        r = rows[joined[t]]
+        prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+    for t in range(m):
+        if t + _AHEAD < m:
+            r = rows[joined[t + _AHEAD]]
+            prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+        r = rows[joined[t]]
+        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+    return joined[:m], scores, loose[:u]
