@@ -61,7 +61,10 @@ class HierIndex:
         # Norm of each sum when its centroid row was last written (_refresh).
         self._norms = np.zeros(64, np.float64)
         self.loc: dict[str, Group] = {}
-        self.seq: dict[str, int] = {}
+        self._seq: dict[str, int] | None = {}
+        # A snapshot's sequence numbers (ids, numbers), made a dict on first use (writes):
+        # a memory that only searches never reads them.
+        self._seq_pending: tuple[Sequence[str], np.ndarray] | None = None
         self._next_gid = 0
         self._next_seq = 0
         self.moved: set[str] = set()
@@ -82,6 +85,27 @@ class HierIndex:
 
     def __len__(self) -> int:
         return len(self.loc)
+
+    @property
+    def seq(self) -> dict[str, int]:
+        """Cell id -> its sequence number (insertion order, kept across regroupings)."""
+        seq = self._seq
+        if seq is None:
+            # Readers may get here together (under the read lock): each makes the same dict.
+            pending = self._seq_pending
+            if pending is None:  # another reader made it meanwhile (_seq is set first)
+                return self._seq  # type: ignore[return-value]
+            seq = dict(zip(pending[0], pending[1].tolist(), strict=True))
+            self._seq = seq
+            self._seq_pending = None
+        return seq
+
+    def restore_seqs(self, ids: Sequence[str], numbers: np.ndarray) -> None:
+        """Take the sequence numbers of a snapshot's cells (into an index holding no other)."""
+        if self._seq or self._seq_pending is not None:
+            raise ValueError("sequence numbers are restored into an index without any")
+        self._seq, self._seq_pending = None, (ids, np.asarray(numbers, np.int64))
+        self._next_seq = max(self._next_seq, int(numbers.max()) + 1 if len(ids) else 0)
 
     def vector(self, cid: str) -> np.ndarray:
         group = self.loc[cid]

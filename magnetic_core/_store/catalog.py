@@ -82,12 +82,16 @@ class Catalog:
         columns: records read back from a snapshot, decoded as they are read; the entity
             index and the threads over them are built the first time they are needed.
         lexical: the BM25 index over ``columns``' texts (from the same snapshot).
+        records: ``Records(columns)``, when the caller made it already.
     """
 
     def __init__(
-        self, columns: RecordColumns | None = None, lexical: LexicalIndex | None = None
+        self,
+        columns: RecordColumns | None = None,
+        lexical: LexicalIndex | None = None,
+        records: Records | None = None,
     ) -> None:
-        self.records = Records(columns)
+        self.records = records if records is not None else Records(columns)
         self.lexical = lexical if lexical is not None else LexicalIndex()
         lazy = columns is not None and len(columns) > 0
         self._entity_cells: dict[str, set[str]] | None = None if lazy else defaultdict(set)

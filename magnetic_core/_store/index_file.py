@@ -41,7 +41,7 @@ import numpy as np
 
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._store.catalog import Catalog
-from magnetic_core._store.columns import RecordColumns, split_blob
+from magnetic_core._store.columns import BlobStrings, RecordColumns, Records, split_blob
 from magnetic_core._store.npz import NpzArrays
 from magnetic_core._store.persistence import ChromaStore
 from magnetic_core._text.lexical import LexicalIndex, index_terms
@@ -334,8 +334,10 @@ def _index(
         _fill(group, ids[start : start + n], vectors[start : start + n])
         index.loc.update(dict.fromkeys(group.ids, group))
         start += n
-    index.seq.update(zip(ids, arrays["seqs"].tolist(), strict=True))
-    index._next_seq = int(arrays["seqs"].max()) + 1 if len(ids) else 0
+    seqs = np.asarray(arrays["seqs"], np.int64)
+    if seqs.shape != (len(ids),):
+        raise ValueError("the snapshot's sequence numbers and cells disagree")
+    index.restore_seqs(ids, seqs)
     # The writer's own running sums, not sums of the vectors again: the centroids are the
     # ones it searched with, and no vector is read before a query needs it.
     index.finish_placing(totals)
@@ -379,16 +381,19 @@ def _catalog(arrays: Mapping[str, np.ndarray], ids: list[str]) -> Catalog:
         *_text(arrays, "texts"),
         *_text(arrays, "metas"),
         *_text(arrays, "links"),
-        _strings(arrays, "entities"),
+        BlobStrings(*_text(arrays, "entities")),  # each entity made when read
         np.cumsum(arrays["entity_counts"], dtype=np.int64),
         np.asarray(arrays["created"], np.float64),
         np.asarray(arrays["updated"], np.float64),
     )
+    records = Records(columns)
     lex_arrays = {k: arrays[f"lex_{k}"] for k in _LEX_ARRAYS}
-    lex_cids, lex_terms = _strings(arrays, "lex_cids"), _strings(arrays, "lex_terms")
+    # BM25 names the cells with the records' own id strings, not a second copy of each.
+    lex_cids = records.shared_ids(_strings(arrays, "lex_cids"))
+    lex_terms = _strings(arrays, "lex_terms")
     # The stems BM25 indexes and the word shown for each (group labels show words).
     surface = _strings(arrays, "lex_surface")
     lexical = LexicalIndex.from_arrays(lex_arrays, lex_cids, lex_terms, surface)
     if len(lexical) != len(columns):
         raise ValueError("the snapshot's BM25 postings and cells disagree")
-    return Catalog(columns, lexical)
+    return Catalog(columns, lexical, records)

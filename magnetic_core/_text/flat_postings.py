@@ -39,7 +39,8 @@ class FlatPostings:
         return cls(
             terms=terms,
             vocab=dict(zip(terms, range(len(terms)))),
-            surface=surface,
+            # a term shown as itself is one string, not two equal ones
+            surface=[t if w == t else w for t, w in zip(terms, surface, strict=True)],
             starts=np.ascontiguousarray(arrays["term_starts"], np.int64),
             docs=np.ascontiguousarray(arrays["docs"], np.int64),
             tfs=np.ascontiguousarray(arrays["tfs"], np.float32),

@@ -152,3 +152,19 @@ def test_labelling_a_group_reads_its_words_without_holding_its_records():
     assert catalog.records.decoded("b0") is catalog.records["b0"]
     with pytest.raises(KeyError):
         catalog.records.decoded("missing")
+
+
+def test_a_snapshot_entity_column_reads_like_the_list_it_holds():
+    from magnetic_core._store.columns import BlobStrings
+
+    strings = ["zoë", "", "köln", "config.yaml", "✓ done", "ann"]
+    column = BlobStrings("".join(strings), np.cumsum([len(s) for s in strings]))
+    assert len(column) == len(strings) and list(column) == strings
+    for i in range(-len(strings), len(strings)):
+        assert column[i] == strings[i]
+    for a in range(-7, 8):
+        for b in range(-7, 8):
+            assert column[a:b] == strings[a:b]
+    assert column[::2] == strings[::2]
+    with pytest.raises(IndexError):
+        column[len(strings)]

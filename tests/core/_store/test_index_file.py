@@ -127,6 +127,30 @@ def test_a_memory_that_only_reads_never_reads_the_cells_rows_from_chroma(store, 
     assert [r for r in reads if r[0].endswith("-cells")] == []
 
 
+def test_a_reopened_store_keeps_texts_entities_and_insertion_order(tmp_path, monkeypatch):
+    texts = [
+        "Zoë Müller sent config.yaml to Ann",
+        "plain ascii note about Paris",
+        "emoji ✓ and 😀 from Köln, with “quotes”",
+        "ORD-2024-0042 shipped to Berlin",
+        "Zoë Müller again, now about Berlin",
+    ]
+    ids = ["z", "a", "e", "o", "y"]
+    with _open(tmp_path) as mem:
+        mem.add(texts, ids=ids)
+        before = [(c.id, c.text, c.entities) for c in mem.get()]
+        found = [h.id for h in mem.search("Zoë Müller", k=5)]
+    assert [b[0] for b in before] == ids  # oldest first
+    _no_cell_reads(monkeypatch)
+    with _open(tmp_path) as mem:
+        assert [(c.id, c.text, c.entities) for c in mem.get()] == before
+        assert [h.id for h in mem.search("Zoë Müller", k=5)] == found
+        assert [c.text for c in mem.get(["e", "z"])] == [texts[2], texts[0]]
+        monkeypatch.undo()
+        mem.add(["a later note"], ids=["late"])
+        assert [c.id for c in mem.get()] == [*ids, "late"]  # the order goes on
+
+
 def test_a_write_by_another_memory_that_closed_first_is_not_lost(store):
     path, _ = store
     a = _open(path)
