@@ -88,13 +88,14 @@ class StoredFields(NamedTuple):
 class RecordColumns:
     """The snapshot's records, one row per cell, strings kept whole with end offsets.
 
+    Texts are one string or the snapshot's UTF-8 bytes (a text decoded when it is read).
     Metadata and links are JSON (an empty string for none), entities are ``entity_counts``
     consecutive strings of the ``entities`` column per row.
     """
 
     ids: list[str]
-    texts: str
-    text_ends: np.ndarray
+    texts: str | np.ndarray  # one string, or UTF-8 bytes (uint8) decoded per text
+    text_ends: np.ndarray  # in characters of a string, in bytes of bytes
     metas: str
     meta_ends: np.ndarray
     links: str
@@ -119,7 +120,8 @@ class RecordColumns:
 
     def text(self, i: int) -> str:
         a, b = self._span(self.text_ends, i)
-        return self.texts[a:b]
+        text = self.texts[a:b]
+        return text if isinstance(text, str) else text.tobytes().decode("utf-8")
 
     def stored(self, i: int) -> StoredFields:
         """Row ``i`` as the snapshot stores it (JSON kept as it is)."""

@@ -306,6 +306,39 @@ def _blob(name: str, strings: list[str]) -> dict[str, np.ndarray]:
     return {f"{name}_blob": np.frombuffer(text.encode("utf-8"), np.uint8), f"{name}_ends": ends}
 
 
+def _utf8_blob(name: str, strings: list[str]) -> dict[str, np.ndarray]:
+    """:func:`_blob`, with the strings' end offsets in bytes too (``<name>_byte_ends``): a
+    reader keeps the UTF-8 bytes and decodes one string when it is read."""
+    encoded = [s.encode("utf-8") for s in strings]
+    ends = np.cumsum([len(s) for s in strings], dtype=np.int64)
+    return {
+        f"{name}_blob": np.frombuffer(b"".join(encoded), np.uint8),
+        f"{name}_ends": ends,
+        f"{name}_byte_ends": np.cumsum([len(e) for e in encoded], dtype=np.int64),
+    }
+
+
+def _utf8(arrays: Mapping[str, np.ndarray], name: str) -> tuple[str | np.ndarray, np.ndarray]:
+    """A blob column as its UTF-8 bytes (memory-mapped when large) and their end offsets.
+
+    One decoded string would take 2 or 4 bytes per character as soon as a single text holds
+    a character past U+00FF (a curly quote, an emoji). A snapshot without byte offsets
+    (written by an earlier version) gives the same when it is ASCII, else one string.
+    """
+    blob = arrays[f"{name}_blob"]
+    if blob.dtype != np.uint8 or blob.ndim != 1:
+        raise ValueError(f"the snapshot's {name!r} column is not UTF-8 bytes")
+    if f"{name}_byte_ends" in arrays:
+        ends = np.asarray(arrays[f"{name}_byte_ends"], np.int64)
+    elif not blob.size or int(blob.max()) < 0x80:  # ASCII: characters are bytes
+        ends = np.asarray(arrays[f"{name}_ends"], np.int64)
+    else:
+        return _text(arrays, name)
+    if ends.size and (int(ends[-1]) != blob.size or int(np.diff(ends, prepend=0).min()) < 0):
+        raise ValueError(f"the snapshot's {name!r} offsets do not fit its bytes")
+    return blob, ends
+
+
 def _strings(arrays: Mapping[str, np.ndarray], name: str) -> list[str]:
     return split_blob(*_text(arrays, name))
 
@@ -359,7 +392,7 @@ def _records(catalog: Catalog, ids: list[str]) -> dict[str, np.ndarray]:
     """
     stored = [catalog.records.stored(c) for c in ids]
     return {
-        **_blob("texts", [r.text for r in stored]),
+        **_utf8_blob("texts", [r.text for r in stored]),
         "created": np.array([r.created_at for r in stored], np.float64),
         "updated": np.array([r.updated_at for r in stored], np.float64),
         "entity_counts": np.array([len(r.entities) for r in stored], np.int64),
@@ -378,7 +411,7 @@ def _text(arrays: Mapping[str, np.ndarray], name: str) -> tuple[str, np.ndarray]
 def _catalog(arrays: Mapping[str, np.ndarray], ids: list[str]) -> Catalog:
     columns = RecordColumns(
         ids,
-        *_text(arrays, "texts"),
+        *_utf8(arrays, "texts"),  # each text decoded when read
         *_text(arrays, "metas"),
         *_text(arrays, "links"),
         BlobStrings(*_text(arrays, "entities")),  # each entity made when read

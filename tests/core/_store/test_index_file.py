@@ -151,6 +151,23 @@ def test_a_reopened_store_keeps_texts_entities_and_insertion_order(tmp_path, mon
         assert [c.id for c in mem.get()] == [*ids, "late"]  # the order goes on
 
 
+@pytest.mark.parametrize("texts", [["plain note one", "plain note two"], ["Zoë ✓ 😀", "“x”"]])
+def test_a_snapshot_an_earlier_version_wrote_reads_back_the_same_texts(
+    tmp_path, monkeypatch, texts
+):
+    """Snapshots written before texts had byte offsets are read as they are, not rebuilt."""
+    from magnetic_core._store import index_file
+
+    with monkeypatch.context() as earlier:
+        earlier.setattr(index_file, "_utf8_blob", index_file._blob)  # no byte offsets
+        with _open(tmp_path) as mem:
+            mem.add(texts, ids=["a", "b"])
+    _no_cell_reads(monkeypatch)
+    with _open(tmp_path) as mem:
+        assert [c.text for c in mem.get(["b", "a"])] == texts[::-1]
+        assert [h.text for h in mem.search(texts[1], k=2)][0] == texts[1]
+
+
 def test_a_write_by_another_memory_that_closed_first_is_not_lost(store):
     path, _ = store
     a = _open(path)
