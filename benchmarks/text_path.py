@@ -1,7 +1,7 @@
 """Text queries against the vector path, across revisions: the cost of the entity and BM25 stages.
 
 Usage: ``python -m benchmarks.text_path --rev <before> --rev HEAD [--sizes 25000,100000]
-[--rounds 2] [--queries 300] [--labelled]``
+[--rounds 2] [--queries 300] [--labelled] [--words 8]``
 
 A text query is what an agent sends: ``search(text, vector=v, k=10)`` with the store's
 defaults, so the entity stage (entities of the text route and boost) and the lexical stage
@@ -11,7 +11,9 @@ defaults, so the entity stage (entities of the text route and boost) and the lex
 ``benchmarks.revisions`` does), on the same in-memory store built from the cached Reuters
 MiniLM vectors with their passages (Chroma writes off), held-out passages as queries (their
 text and their vector), 50 warm-up queries of each kind, then the two kinds interleaved
-query by query so both see the same machine. With ``--rounds 2`` the revisions run A, B, A,
+query by query so both see the same machine (each text query beside the vector query of
+another one, half the queries away: right after its own vector query, a text query would
+find its probe's data in the caches). With ``--rounds 2`` the revisions run A, B, A,
 B and each p50 is the median over rounds. The ratio text p50 / vector p50 is the issue's
 measure (target <= 1.5 at 100K). Each query's CPU time (``time.thread_time``) is kept too:
 on a shared core a query that is longer is more often preempted, which inflates the wall
@@ -24,6 +26,11 @@ queries reach more groups than vector queries. ``--labelled`` labels every group
 see whether that one-time cost is part of the ratio (at 100K it was not: the text p50 did
 not drop, ``text_path_100k_labelled.md``).
 
+The held-out passages are about 26 words long; an agent's question is shorter. ``--words N``
+makes each query the first ``N`` words of its passage, embedded by MiniLM (once, into the
+benchmark cache), for both paths; recall is then against the exact neighbours of those
+vectors.
+
 When the Reuters cache is still being written, the vectors cached so far are used (the
 first ``N + queries`` passages in file order, shuffled with seed 42) and the result says so.
 
@@ -33,6 +40,7 @@ Results: ``benchmarks/results/text_path.md`` / ``.json``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import tempfile
@@ -68,13 +76,18 @@ for i in range(min(warmup, len(queries))):
     vector(i)
     text(i)
 out = {k: [] for k in ("vector", "text", "vector_cpu", "text_cpu", "vector_found", "text_found")}
-for i in range(len(queries)):
-    for name, run in (("vector", vector), ("text", text)):
+# Each text query runs beside the vector query of another (half the queries away): the same
+# query's vector query just before it would leave its probe's data in the caches.
+n = len(queries)
+found = {"vector": [None] * n, "text": [None] * n}
+for i in range(n):
+    for name, run, at in (("vector", vector, (i + n // 2) % n), ("text", text, i)):
         t0, c0 = time.perf_counter(), time.thread_time()
-        hits = run(i)
+        hits = run(at)
         out[name + "_cpu"].append(time.thread_time() - c0)
         out[name].append(time.perf_counter() - t0)
-        out[name + "_found"].append([h.score for h in hits])
+        found[name][at] = [h.score for h in hits]
+out["vector_found"], out["text_found"] = found["vector"], found["text"]
 try:
     import psutil
     out["rss_mb"] = psutil.Process().memory_info().rss / 2**20
@@ -102,9 +115,26 @@ def split(n: int, n_queries: int) -> tuple[np.ndarray, list[str], np.ndarray, li
     return vecs[n_queries:], texts[n_queries:], vecs[:n_queries], texts[:n_queries], how
 
 
+def shortened(qtexts: list[str], words: int) -> tuple[list[str], np.ndarray]:
+    """The first ``words`` words of each query passage and their MiniLM vectors (embedded
+    once, then read from the benchmark cache)."""
+    short = [" ".join(t.split()[:words]) for t in qtexts]
+    key = hashlib.sha256("\n".join(short).encode("utf-8")).hexdigest()[:16]
+    path = common.cache_dir() / f"reuters_queries_{words}w_{key}.npy"
+    if not path.exists():
+        from magnetic_core.embeddings import SentenceTransformerEmbedder
+
+        vectors = np.asarray(SentenceTransformerEmbedder().embed_documents(short), np.float32)
+        np.save(path, vectors)
+    return short, np.load(path)
+
+
 def measure(trees: dict[str, Path], n: int, args: argparse.Namespace, scratch: Path):
     """Per revision: vector and text p50 (median over rounds), their ratio, recall@10."""
     base, texts, queries, qtexts, how = split(n, args.queries)
+    if args.words:
+        qtexts, queries = shortened(qtexts, args.words)
+        how += f"; queries: the first {args.words} words of each, embedded by MiniLM"
     truth = exact_knn(base, queries, K)[1]
     data, text_file = scratch / f"data-{n}.npz", scratch / f"texts-{n}.json"
     np.savez(data, base=base, queries=queries)
@@ -158,6 +188,13 @@ def main(argv: list[str] | None = None) -> None:
         help="label every group before the warm-up (a store opened from its snapshot has "
         "its labels; a store built in the process labels each group at its first hit)",
     )
+    ap.add_argument(
+        "--words",
+        type=int,
+        default=0,
+        help="queries of this many words (each held-out passage's first ones, embedded by "
+        "MiniLM: an agent's short question) instead of whole passages",
+    )
     args = ap.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="magnetic-text-"))
     trees, names = checkouts(args, scratch)
@@ -200,8 +237,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     table = (
         f"search(text, vector=, k=10) against search(vector=, k=10), defaults, in memory; "
-        f"{args.queries} held-out Reuters MiniLM passages as queries, the two kinds "
-        f"interleaved, {args.rounds} rounds of the revisions interleaved (median p50); CPU: "
+        f"{args.queries} held-out Reuters MiniLM passages as queries"
+        + (f" (their first {args.words} words, embedded)" if args.words else "")
+        + f", the two kinds interleaved (each text query beside another query's vector "
+        f"query), {args.rounds} rounds of the revisions interleaved (median p50); CPU: "
         f"time.thread_time per query. "
         + (
             "Every group labelled before the warm-up (as a store opened from its snapshot)."
