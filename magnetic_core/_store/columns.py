@@ -280,7 +280,8 @@ class Records(MutableMapping[str, CellRecord]):
         """(cid, entities) of every cell that has entities, decoding nothing."""
         columns, gone, made = self._columns, self._gone, self._made
         if columns is not None:
-            ids, entities, start = columns.ids, columns.entities, 0
+            # every entity is read: made in one pass (a slice per row costs twice the time)
+            ids, entities, start = columns.ids, columns.entities[:], 0
             for i, end in enumerate(columns.entity_ends.tolist()):
                 if end > start and ids[i] not in gone and ids[i] not in made:
                     yield ids[i], entities[start:end]
