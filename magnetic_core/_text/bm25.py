@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from magnetic_core._search.kernels import top_k
 from magnetic_core._search.pointers import f32_ptr, i64_ptr
+from magnetic_core._search.select_kernel import _cut, _descending
 
 __all__ = ["bm25_pool", "bm25_scores"]
 
@@ -81,9 +81,8 @@ def bm25_pool(
         d = pool[i]
         if 0 <= d < n_slots:
             at_pool[i] = np.float32(acc[d])
-    found, vals = _collect(seen, acc, min(n_slots, counts.sum()))
-    best = top_k(vals, n_top)
-    return found[best], vals[best], at_pool
+    top, top_vals = _collect_top(seen, acc, n_top)
+    return top, top_vals, at_pool
 
 
 @njit(cache=True, nogil=True)
@@ -136,6 +135,41 @@ def _collect(seen: np.ndarray, acc: np.ndarray, most: int) -> tuple[np.ndarray, 
             m += 1
             x ^= low
     return found[:m], vals[:m]
+
+
+@njit(cache=True, nogil=True)
+def _collect_top(seen: np.ndarray, acc: np.ndarray, n_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n_top`` best touched documents and their scores, best first (ties: the lower
+    number first); ``acc`` is zeroed again where they were. The touched documents come in
+    ascending order into a buffer cut back to the best when it fills (``_cut``), so no
+    array the size of the matches is written (a 25-word query touches 17K documents at
+    100K cells) and no second pass selects from one."""
+    cap = max(4 * n_top, 64)
+    keys = np.empty(cap, np.float32)
+    index = np.empty(cap, np.int64)
+    held = 0
+    cut = False
+    bar = np.float32(-np.inf)
+    for word in range(seen.shape[0]):
+        x = seen[word]
+        while x != 0:
+            low = x & (~x + np.uint64(1))  # the lowest set bit
+            d = (word << 6) + _BIT[(low * _DE_BRUIJN) >> np.uint64(58)]
+            v = np.float32(acc[d])
+            acc[d] = 0.0
+            x ^= low
+            if n_top <= 0 or (cut and not v > bar):  # ties lose to the lower numbers kept
+                continue
+            keys[held] = v
+            index[held] = d
+            held += 1
+            if held == cap:
+                bar, held = _cut(keys, index, held, n_top)
+                cut = True
+    if held > n_top > 0:
+        bar, held = _cut(keys, index, held, n_top)
+    order = _descending(keys[:held])
+    return index[:held][order], keys[:held][order]
 
 
 # The position of a lone set bit: its product with a de Bruijn sequence has a distinct top

@@ -93,7 +93,14 @@ def test_one_scratch_row_serves_queries_of_different_stores_in_turn():
 
 @pytest.mark.parametrize(
     "n_docs,n_terms,density,n_top,seed",
-    [(300, 5, 0.2, 50, 0), (40, 2, 0.3, 100, 1), (200, 1, 0.0, 5, 2), (500, 8, 0.5, 1, 3)],
+    [
+        (300, 5, 0.2, 50, 0),
+        (40, 2, 0.3, 100, 1),
+        (200, 1, 0.0, 5, 2),
+        (500, 8, 0.5, 1, 3),
+        (6000, 3, 0.4, 10, 4),  # the best kept while thousands of matches pass (many cuts)
+        (3000, 2, 0.5, 0, 5),
+    ],
 )
 def test_bm25_pool_gives_the_best_and_the_pools_scores_of_the_same_pass(
     n_docs, n_terms, density, n_top, seed
