@@ -96,14 +96,21 @@ class Pool:
                 self._docs = np.concatenate([self._docs, self._lexical.numbers(new)])
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
 
-    def add_docs(self, docs: np.ndarray, scores: np.ndarray) -> None:
+    def add_docs(
+        self, docs: np.ndarray, scores: np.ndarray, bm25: np.ndarray | None = None
+    ) -> None:
         """Add cells named by document number with their exact cosines (a pool named by
-        number only; the caller has left out the numbers it holds)."""
+        number only; the caller has left out the numbers it holds). ``bm25``: theirs, kept
+        in :attr:`bm25` when the pool's rows so far have theirs (else it is dropped)."""
         assert self._docs is not None and self._ids is None
-        if docs.shape[0]:
+        if not docs.shape[0]:
+            return
+        self._docs = np.concatenate([self._docs, docs])
+        self.scores = np.concatenate([self.scores, scores])
+        if bm25 is None or self.bm25 is None:
             self.bm25 = None
-            self._docs = np.concatenate([self._docs, docs])
-            self.scores = np.concatenate([self.scores, scores])
+        else:
+            self.bm25 = np.concatenate([self.bm25, bm25])
 
     def extend_docs(
         self,

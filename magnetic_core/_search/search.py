@@ -39,6 +39,7 @@ from magnetic_core._search.fusion import rank
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
 from magnetic_core._search.stages import Stages
 from magnetic_core._store.catalog import Catalog
+from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.filters import Predicate
 
 __all__ = ["Candidate", "SearchPlan", "probe_budget", "run_search"]
@@ -162,7 +163,12 @@ def _join_lexical(
         if found is not None:
             top, top_vals, at_pool = found
             stages.lexical_best = float(top_vals[0])
-            pool.extend_docs(index, top, plan.vector, None, scorer, bm25=(at_pool, top_vals))
+            pool.bm25 = at_pool
+            if scorer is None:
+                pool.extend_docs(index, top, plan.vector, None, None, bm25=(at_pool, top_vals))
+            else:
+                everywhere = np.ones(len(index.slot_groups), bool)
+                _join_docs(index, lexical, scorer, pool, top, everywhere, plan.vector, top_vals)
             stages.lexical_top = top
             return
     scored = stages.lexical
@@ -242,23 +248,39 @@ def _coded(
 def _extend_boosted(
     index: HierIndex, catalog: Catalog, stages: Stages, scorer: Scorer, pool: Pool, q: np.ndarray
 ) -> None:
-    """Add the boosted cells of the probed groups to a pool named by document number:
-    found and scored from the scorer's rows in one compiled pass (an entity can boost
-    thousands of cells), by id only for the cells of groups changed since coded."""
-    lexical = catalog.lexical
-    docs = stages.boosted_docs(lexical)
-    if not docs.shape[0]:
-        return
-    probed = np.zeros(len(index.slot_groups), bool)
-    probed[stages.slots] = True
+    """Add the boosted cells of the probed groups to a pool named by document number."""
+    docs = stages.boosted_docs(catalog.lexical)
+    if docs.shape[0]:
+        probed = np.zeros(len(index.slot_groups), bool)
+        probed[stages.slots] = True
+        _join_docs(index, catalog.lexical, scorer, pool, docs, probed, q)
+
+
+def _join_docs(
+    index: HierIndex,
+    lexical: LexicalIndex,
+    scorer: Scorer,
+    pool: Pool,
+    docs: np.ndarray,
+    probed: np.ndarray,
+    q: np.ndarray,
+    bm25: np.ndarray | None = None,
+) -> None:
+    """Add the cells of ``docs`` (distinct numbers) in ``probed`` slots that a pool named
+    by document number lacks, with their exact cosines: found and scored from the
+    scorer's rows in one compiled pass (an entity can boost thousands of cells), by id
+    only for the cells of groups changed since coded. ``bm25``: the BM25 of ``docs``."""
     rows = scorer.doc_rows(docs, lexical)
     joined, scores, loose = scorer.join_rows(docs, rows, probed, pool.docs(lexical), q)
-    pool.add_docs(docs[joined], scores)
+    pool.add_docs(docs[joined], scores, None if bm25 is None else bm25[joined])
     if loose.shape[0]:
         loc = index.loc
-        named = [c for c in lexical.cids_of(docs[loose]) if probed[loc[c].slot]]
+        named = [(i, c) for i, c in zip(loose.tolist(), lexical.cids_of(docs[loose]), strict=True)]
+        named = [(i, c) for i, c in named if probed[loc[c].slot]]
         if named:
-            pool.extend_docs(index, lexical.numbers(named), q, named)
+            at = np.array([i for i, _ in named], np.int64)
+            cosines = index.vectors([c for _, c in named]) @ q
+            pool.add_docs(docs[at], cosines.astype(np.float32), None if bm25 is None else bm25[at])
 
 
 def _exact(
