@@ -76,18 +76,27 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(n_lists: int, seed: in
     np.testing.assert_array_equal(got, rows[_ref_top(approx, keep)])
 
 
-@SETTINGS
-@given(st.integers(1, 6), st.integers(0, 2**31), st.integers(0, 40))
-def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int) -> None:
-    rng = np.random.default_rng(seed)
-    d = 7
+def _blocks(
+    rng: np.random.Generator, n_blocks: int, most_rows: int, d: int
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Group blocks of small integer rows, their addresses, and each arena row's block and
+    row in it (the scorer's layout)."""
     blocks = [
-        rng.integers(-3, 4, (int(rng.integers(1, 9)), d)).astype(np.float32)
+        rng.integers(-3, 4, (int(rng.integers(1, most_rows)), d)).astype(np.float32)
         for _ in range(n_blocks)
     ]
     addresses = np.array([b.ctypes.data for b in blocks], np.int64)
     owner = np.concatenate([np.full(b.shape[0], i, np.int32) for i, b in enumerate(blocks)])
     row = np.concatenate([np.arange(b.shape[0], dtype=np.int32) for b in blocks])
+    return blocks, addresses, owner, row
+
+
+@SETTINGS
+@given(st.integers(1, 6), st.integers(0, 2**31), st.integers(0, 40))
+def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    d = 7
+    blocks, addresses, owner, row = _blocks(rng, n_blocks, 9, d)
     rows = rng.permutation(owner.shape[0])[: rng.integers(0, owner.shape[0] + 1)]
     q = rng.integers(-2, 3, d).astype(np.float32)
     got_rows, got_scores = kernels.exact_top(addresses, owner, row, rows, q, k)
@@ -356,13 +365,7 @@ def test_join_rows_takes_the_probed_cells_the_pool_lacks_like_numpy(
     those without a row and not pooled are handed back to be placed by id."""
     rng = np.random.default_rng(seed)
     d, n_blocks = 5, 4
-    blocks = [
-        rng.integers(-3, 4, (int(rng.integers(1, 12)), d)).astype(np.float32)
-        for _ in range(n_blocks)
-    ]
-    addresses = np.array([b.ctypes.data for b in blocks], np.int64)
-    row_block = np.concatenate([np.full(b.shape[0], i, np.int32) for i, b in enumerate(blocks)])
-    row_in_block = np.concatenate([np.arange(b.shape[0], dtype=np.int32) for b in blocks])
+    blocks, addresses, row_block, row_in_block = _blocks(rng, n_blocks, 12, d)
     block_slot = rng.integers(0, n_slots, n_blocks)
     probed = rng.random(n_slots) < 0.6
     docs = _sorted_unique(rng, n_docs, 100)
