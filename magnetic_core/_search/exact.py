@@ -119,18 +119,11 @@ class Pool:
         q: np.ndarray,
         cids: list[str] | None = None,
         scorer: Scorer | None = None,
-        rows: np.ndarray | None = None,
-        bm25: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """:meth:`extend` by distinct document numbers in the pool's lexical index
         (``cids``: the same cells' ids, when known). Given the scorer (current for the
-        index), cells it holds are scored from its blocks by address (``rows``: their
-        :meth:`Scorer.doc_rows`, when known), the others by id. ``bm25``: the BM25 of the
-        pool's rows so far and of ``docs``, kept as :attr:`bm25`."""
-        if bm25 is not None and self._docs is not None and self._ids is None:
-            self.bm25 = bm25[0]
-        else:
-            self.bm25 = None
+        index), cells it holds are scored from its blocks by address, the others by id."""
+        self.bm25 = None
         if self._docs is None or self._ids is not None:
             if cids is None:
                 assert self._lexical is not None
@@ -154,7 +147,7 @@ class Pool:
         scores = np.empty(new.shape[0], np.float32)
         by_id = np.arange(new.shape[0])
         if scorer is not None:
-            held = scorer.doc_rows(new, lexical) if rows is None else rows[at]
+            held = scorer.doc_rows(new, lexical)
             found = held >= 0
             scores[found] = scorer.row_cosines(held[found], q)
             by_id = np.flatnonzero(~found)
@@ -166,8 +159,6 @@ class Pool:
             scores[by_id] = index.vectors(names) @ q
         self._docs = np.concatenate([self._docs, new])
         self.scores = np.concatenate([self.scores, scores])
-        if bm25 is not None and self.bm25 is not None:
-            self.bm25 = np.concatenate([self.bm25, bm25[1][at]])
 
 
 # Rows per block of a single-query product. OpenBLAS runs larger matrix-vector products on

@@ -158,17 +158,15 @@ def _join_lexical(
     it in place; others look it up in every match's score (``Stages.lexical``)."""
     lexical = catalog.lexical
     n_top = max(plan.lexical_candidates, plan.k)
-    if pool.has_docs_only() and not _threaded(catalog, plan):
+    if pool.has_docs_only() and scorer is not None and not _threaded(catalog, plan):
+        # (a pool named by number only comes from a coded probe: the scorer is there)
         found = lexical.pool_scores(stages.lexical_terms, pool.docs(lexical), n_top)
         if found is not None:
             top, top_vals, at_pool = found
             stages.lexical_best = float(top_vals[0])
             pool.bm25 = at_pool
-            if scorer is None:
-                pool.extend_docs(index, top, plan.vector, None, None, bm25=(at_pool, top_vals))
-            else:
-                everywhere = np.ones(len(index.slot_groups), bool)
-                _join_docs(index, lexical, scorer, pool, top, everywhere, plan.vector, top_vals)
+            everywhere = np.ones(len(index.slot_groups), bool)
+            _join_docs(index, lexical, scorer, pool, top, everywhere, plan.vector, top_vals)
             stages.lexical_top = top
             return
     scored = stages.lexical
