@@ -149,7 +149,7 @@ def _collect_top(seen: np.ndarray, acc: np.ndarray, n_top: int) -> tuple[np.ndar
     index = np.empty(cap, np.int64)
     held = 0
     cut = False
-    bar = np.float32(-np.inf)
+    bar = -np.inf
     for word in range(seen.shape[0]):
         x = seen[word]
         while x != 0:
@@ -167,7 +167,7 @@ def _collect_top(seen: np.ndarray, acc: np.ndarray, n_top: int) -> tuple[np.ndar
                 bar, held = _cut(keys, index, held, n_top)
                 cut = True
     if held > n_top > 0:
-        bar, held = _cut(keys, index, held, n_top)
+        _, held = _cut(keys, index, held, n_top)
     order = _descending(keys[:held])
     return index[:held][order], keys[:held][order]
 
