@@ -22,7 +22,14 @@ from magnetic_core._store.calls import HINT, VANISHED, filler
 from magnetic_core._store.client import check_namespace, open_client, read_settings, read_stamp
 from magnetic_core._store.group_rows import JOURNAL_KEY, GroupRows
 from magnetic_core._store.rebuild import COMPACT_MARK, finish_interrupted, rebuild
-from magnetic_core._store.record import ROW_KEY, WRITER_KEY, StoredCell, decode_row, encode_row
+from magnetic_core._store.record import (
+    ROW_KEY,
+    TEXT_KEY,
+    WRITER_KEY,
+    StoredCell,
+    decode_row,
+    encode_row,
+)
 from magnetic_core.errors import (
     CorruptRecordError,
     EmbedderMismatchError,
@@ -44,10 +51,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
-# Schema 2 rows (long field names, every field present) are still read; a schema 2 store is
-# restamped 3 when opened, since the rows written from then on are schema 3.
-_READS = (2, 3)
+SCHEMA_VERSION = 4
+# Schema 2 rows (long field names, every field present) and schema 3 rows (the text as
+# Chroma's document, not under TEXT_KEY) are still read; an older store is restamped 4 when
+# opened, since the rows written from then on are schema 4.
+_READS = (2, 3, 4)
 # Chroma's HNSW is built on every write but never searched by the engine (search runs on
 # the in-memory hierarchy; Chroma is only asked for rows by id or page). It was once built
 # with 2 links per node to save 5-9% of Chroma's CPU time per cell, but hnswlib's update
@@ -314,23 +322,24 @@ class ChromaStore(GroupRows):
         self._touch()
         if self.recording is not None:
             self.recording[0].extend(ids)
-        metas = [dict(m) if txn is None else {**m, TXN_KEY: txn} for m in metadatas]
-        ids, texts = list(ids), list(texts)
+        tag = {} if txn is None else {TXN_KEY: txn}
+        metas = [{**m, TEXT_KEY: t, **tag} for m, t in zip(metadatas, texts, strict=True)]
+        ids = list(ids)
         vectors = np.asarray(vectors, np.float32)
         if fresh and _ADD_FROM <= len(ids) <= self.batch and not self._any_stored(ids):
             # One call: the cells land whole or not at all, as with one upsert.
             self._call("write cells", self.cells.add, ids=ids, embeddings=vectors,
-                       documents=texts, metadatas=metas)  # fmt: skip
-            ids, texts, metas, vectors = [], [], [], vectors[:0]  # only the counter is left
+                       metadatas=metas)  # fmt: skip
+            ids, metas, vectors = [], [], vectors[:0]  # only the counter is left
         if counter is not None:
             ids.append(counter[0])
             vectors = np.vstack([vectors, filler(vectors.shape[1])])
-            texts.append("")
             metas.append({WRITER_KEY: counter[1]})
+        # No documents: the text is under TEXT_KEY (record.py says why). A row stored by
+        # schema 3 keeps its old document until a compaction copies the row without it.
         self._batched(
-            "write cells", self.cells.upsert,
-            ids=ids, embeddings=vectors, documents=texts, metadatas=metas,
-        )  # fmt: skip
+            "write cells", self.cells.upsert, ids=ids, embeddings=vectors, metadatas=metas
+        )
 
     def _any_stored(self, ids: Sequence[str]) -> bool:
         """Whether any of the ids has a row (a cheap read: ids only)."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from magnetic_core._store.record import WRITER_KEY
+from magnetic_core._store.record import TEXT_KEY, WRITER_KEY
 
 __all__ = [
     "COMPACT_MARK",
@@ -125,7 +125,11 @@ def copy_rows(
         keep = [i for i, cid in enumerate(got["ids"]) if cid not in skip]
         if not keep:
             continue
-        docs = [got["documents"][i] for i in keep] if got["documents"] else []
+        # a document a cell row also holds under TEXT_KEY is a stale schema 3 one: not copied
+        docs = [
+            None if TEXT_KEY in (got["metadatas"][i] or {}) else got["documents"][i]
+            for i in keep
+        ] if got["documents"] else []  # fmt: skip
         new.add(
             ids=[got["ids"][i] for i in keep],
             embeddings=[got["embeddings"][i] for i in keep],

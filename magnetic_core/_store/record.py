@@ -20,12 +20,25 @@ import numpy as np
 from magnetic_core._store.codec import decode_record, metadata_to_json
 from magnetic_core.errors import CorruptRecordError
 
-__all__ = ["ROW_KEY", "WRITER_KEY", "CellRecord", "StoredCell", "decode_row", "encode_row"]
+__all__ = [
+    "ROW_KEY",
+    "TEXT_KEY",
+    "WRITER_KEY",
+    "CellRecord",
+    "StoredCell",
+    "decode_row",
+    "encode_row",
+]
 
 ROW_KEY = "_mag"
 """The one reserved metadata key of a cell row: its record as one JSON object."""
 WRITER_KEY = "_mag_w"
 """Marks a row of the cells collection that is not a cell: a writer's change counter."""
+TEXT_KEY = "_mag_x"
+"""A cell's text (schema 4). Not Chroma's document: Chroma builds a trigram full-text index
+over every document it is given, about a fifth of its cost per 26-word cell here, and the
+engine never asks Chroma to search text (its own BM25 stage does). Rows written by schemas 2
+and 3 keep their text as the document; a row with this key is read from it."""
 
 
 @dataclass
@@ -76,7 +89,8 @@ def encode_row(record: CellRecord, group_id: str, seq: int) -> dict[str, Any]:
 def decode_row(
     cid: str, vector: np.ndarray, text: str | None, meta: Mapping[str, Any] | None
 ) -> StoredCell:
-    """A stored row read back; never trusts it.
+    """A stored row read back; never trusts it. ``text`` is the row's Chroma document,
+    read when the metadata has no :data:`TEXT_KEY` (a row written before schema 4).
 
     Raises:
         CorruptRecordError: the record cannot be decoded, or the vector is zero or not
@@ -85,8 +99,9 @@ def decode_row(
     row = decode_record(cid, (meta or {}).get(ROW_KEY))
     if not np.isfinite(vector).all() or not vector.any():
         raise CorruptRecordError(f"stored cell {cid!r} has a zero or non-finite vector")
+    own = meta.get(TEXT_KEY) if meta else None
     record = CellRecord(
-        text=text or "",
+        text=own if isinstance(own, str) else (text or ""),
         metadata=row["m"],
         entities=row["e"],
         created_at=row["c"],

@@ -170,8 +170,11 @@ def test_a_store_of_another_schema_is_refused_clearly(tmp_path, hashing):
     assert "upgrade" in str(info.value)
 
 
-def test_cells_hold_one_reserved_metadata_key(tmp_path, hashing):
+def test_cells_hold_their_record_and_text_under_reserved_keys_and_no_document(tmp_path, hashing):
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
-        mem.add(["x"], metadatas=[{"user": "value"}])
-        stored = mem._store.cells.get(include=["metadatas"])["metadatas"][0]
-    assert list(stored) == ["_mag"]
+        mem.add(["x marks it"], metadatas=[{"user": "value"}])
+        cell = mem.get()[0].id
+        stored = mem._store.cells.get(ids=[cell], include=["metadatas", "documents"])
+    assert sorted(stored["metadatas"][0]) == ["_mag", "_mag_x"]  # user metadata is inside
+    assert stored["metadatas"][0]["_mag_x"] == "x marks it"
+    assert stored["documents"] == [None]  # so Chroma builds no full-text index over it

@@ -6,11 +6,15 @@ import datetime as dt
 import json
 import time
 
+import shutil
+
 import chromadb
 import pytest
 
 from magnetic_core import MagneticMemory
+from magnetic_core._store.index_file import DIRECTORY
 from magnetic_core._store.persistence import ROW_KEY, SCHEMA_VERSION
+from magnetic_core._store.record import TEXT_KEY
 from tests import invariants
 
 
@@ -73,6 +77,42 @@ def test_a_schema_2_store_is_read_and_restamped(tmp_path, hashing):
         after = invariants.State.of(mem)
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         invariants.same_state(after, invariants.State.of(mem))
+
+
+def test_a_schema_3_store_keeps_its_texts_as_documents_and_is_read(tmp_path, hashing):
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        _fill(mem)
+        before = invariants.State.of(mem)
+    client = chromadb.PersistentClient(path=str(tmp_path))
+    cells = client.get_collection("mag-default-cells", embedding_function=None)
+    got = cells.get(include=["metadatas", "embeddings"])
+    rows = [k for k, m in enumerate(got["metadatas"]) if ROW_KEY in m]  # not counters
+    # as schema 3 stored them: the text as Chroma's document, no text key
+    cells.update(
+        ids=[got["ids"][k] for k in rows],
+        embeddings=[got["embeddings"][k] for k in rows],
+        documents=[got["metadatas"][k][TEXT_KEY] for k in rows],
+        metadatas=[{TEXT_KEY: None} for _ in rows],
+    )
+    assert all(TEXT_KEY not in m for m in cells.get(include=["metadatas"])["metadatas"])
+    cells.modify(metadata={**(cells.metadata or {}), "mag_schema": 3})
+    client.close()
+    shutil.rmtree(tmp_path / DIRECTORY)  # the cells are read from their rows, not a snapshot
+
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        invariants.same_state(before, invariants.State.of(mem))
+        assert mem._store.settings()["mag_schema"] == SCHEMA_VERSION
+        mem.add(["Ada Lovelace wrote it again"], ids=["a"])  # a schema 4 row over a schema 3 one
+        after = invariants.State.of(mem)
+        mem.compact()  # copies the rows: the rewritten one without its stale document
+        got = mem._store.cells.get(ids=["a", "b"], include=["documents"])
+        docs = dict(zip(got["ids"], got["documents"], strict=True))
+        assert not docs["a"] and docs["b"] == "plain words only"
+    shutil.rmtree(tmp_path / DIRECTORY, ignore_errors=True)
+    with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
+        invariants.same_state(after, invariants.State.of(mem))
+        assert mem.get(["a"])[0].text == "Ada Lovelace wrote it again"
+        assert mem.get(["b"])[0].text == "plain words only"
 
 
 def test_a_transient_chroma_read_failure_is_retried_and_a_write_is_not(tmp_path):
