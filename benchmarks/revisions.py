@@ -1,7 +1,7 @@
 """Before/after across git revisions: the same measurements of several commits in one run.
 
 Usage: ``python -m benchmarks.revisions --rev db4b595 --rev HEAD [--sizes 25000,100000]
-[--scifact] [--rounds 2]``
+[--scifact] [--ingest 100000] [--rounds 2]``
 
 Each revision is extracted with ``git archive`` into a scratch directory and measured in a
 child process that imports only that revision's code (``PYTHONPATH`` is its tree), so a
@@ -14,7 +14,14 @@ in one run, with the same vectors and queries:
   queries), single queries after a warm-up, k=10; p50/p95 and tie-aware recall@10 against
   exact search. With ``--rounds 2`` the revisions run A, B, A, B and the median p50 is kept,
   because the machine is shared;
-- **SciFact** (``--scifact``): the revision's own ``benchmarks.scifact`` (nDCG@10 of its rows).
+- **SciFact** (``--scifact``): the revision's own ``benchmarks.scifact`` (nDCG@10 of its rows);
+- **persisted ingest** (``--ingest N``): the first N vectors of the same split with their
+  passages, added in batches of 1000 to the revision's MagneticMemory on a fresh embedded
+  store (``path=``, closed at the end), beside Chroma's own ``add`` of the same ids, vectors
+  and passages into a fresh PersistentClient (the ``latency_recall``/``scale`` baseline). Each
+  round runs Chroma, then every revision, each in its own process; a revision's ratio is its
+  rate over that round's Chroma rate, and the median over rounds is kept. Wall and process
+  (CPU) time are both reported: the host is shared.
 
 Results: ``benchmarks/results/revisions.md`` / ``.json``.
 """
@@ -60,6 +67,34 @@ for q in queries:
     found.append([h.score for h in hits])
 print(json.dumps({"lat": lat, "found": found, "ingest_s": ingest,
                   "groups": memory.stats().groups}))
+"""
+
+
+# Persisted ingest in a revision's tree (kind "magnetic") or Chroma alone (kind "chroma").
+INGEST = r"""
+import json, sys, tempfile, time
+import numpy as np
+kind, data, texts = sys.argv[1], np.load(sys.argv[2])["base"], json.loads(open(sys.argv[3]).read())
+ids = [f"c{i}" for i in range(len(data))]
+with tempfile.TemporaryDirectory() as path:
+    w0, c0 = time.perf_counter(), time.process_time()
+    if kind == "chroma":
+        import chromadb
+        col = chromadb.PersistentClient(path=path).create_collection(
+            "bench", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+        for s in range(0, len(ids), 1000):
+            col.add(ids=ids[s:s + 1000], embeddings=data[s:s + 1000], documents=texts[s:s + 1000])
+        groups = None
+    else:
+        from benchmarks import common
+        from magnetic_core import MagneticMemory
+        mem = MagneticMemory(path=path, embedder=common.VectorsOnly("bench-minilm", data.shape[1]))
+        common.add_in_batches(mem, texts, data, 1000, ids)
+        groups = mem.stats().groups
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    if kind != "chroma":
+        mem.close()
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "groups": groups}))
 """
 
 
@@ -147,6 +182,42 @@ def scifact(trees: dict[str, Path], scratch: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def ingest(trees: dict[str, Path], n: int, n_queries: int, rounds: int, scratch: Path):
+    """Persisted ingest of each revision beside Chroma's add, interleaved per round."""
+    base, texts, _ = split(n, n_queries)
+    data, text_file = scratch / f"ingest-{n}.npz", scratch / f"ingest-texts-{n}.json"
+    np.savez(data, base=base)
+    text_file.write_text(json.dumps(texts))
+    args = [str(data), str(text_file)]
+    runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in ["chroma", *trees]}
+    for _ in range(rounds):
+        first = next(iter(trees.values()))  # Chroma's run needs no revision's code
+        runs["chroma"].append(json.loads(child(first, ["-c", INGEST, "chroma", *args])))
+        for rev, tree in trees.items():
+            runs[rev].append(json.loads(child(tree, ["-c", INGEST, "magnetic", *args])))
+    rows = []
+    for rev, got in runs.items():
+        pairs = list(zip(got, runs["chroma"], strict=True))
+        rows.append(
+            {
+                "rev": rev,
+                "n": n,
+                "cells_per_s": round(n / statistics.median(r["wall_s"] for r in got), 1),
+                "cpu_cells_per_s": round(n / statistics.median(r["cpu_s"] for r in got), 1),
+                "ratio_to_chroma": round(
+                    statistics.median(c["wall_s"] / r["wall_s"] for r, c in pairs), 3
+                ),
+                "cpu_ratio_to_chroma": round(
+                    statistics.median(c["cpu_s"] / r["cpu_s"] for r, c in pairs), 3
+                ),
+                "ratio_each_round": [round(c["wall_s"] / r["wall_s"], 3) for r, c in pairs],
+                "groups": got[0]["groups"],
+            }
+        )
+        print(f"ingest N={n} {rev[:10]}: {rows[-1]}", flush=True)
+    return rows
+
+
 def revision_parser(description: str, name: str) -> argparse.ArgumentParser:
     """The options every side-by-side run of commits takes (this script's, text_path's)."""
     ap = argparse.ArgumentParser(description=description)
@@ -176,6 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     """Measure every ``--rev`` and write ``revisions.md`` / ``revisions.json``."""
     ap = revision_parser(__doc__.split("\n")[0], "revisions")
     ap.add_argument("--scifact", action="store_true")
+    ap.add_argument("--ingest", type=int, default=0, help="also persisted ingest at this N")
     ap.add_argument(
         "--texts", action="store_true", help="store the passages' texts (else empty: faster builds)"
     )
@@ -189,6 +261,7 @@ def main(argv: list[str] | None = None) -> None:
         for r in vector_path(trees, n, args.queries, args.rounds, scratch, args.texts)
     ]
     sci = scifact(trees, scratch) if args.scifact else []
+    ing = ingest(trees, args.ingest, args.queries, args.rounds, scratch) if args.ingest else []
     table = common.markdown_table(
         [
             "N",
@@ -224,7 +297,36 @@ def main(argv: list[str] | None = None) -> None:
             ["revision", "system", "nDCG@10"],
             [[names[r["rev"]], r["system"], r["ndcg_at_10"]] for r in sci],
         )
-    payload = {"revisions": names, "vector_path": vector, "scifact": sci}
+    if ing:
+        table += (
+            f"\nPersisted ingest of {args.ingest} cells with their passages (batches of 1000, "
+            f"a fresh embedded store each run; Chroma: its own add of the same rows), "
+            f"{args.rounds} interleaved rounds, medians; ratio = rate / that round's Chroma "
+            "rate:\n\n"
+        ) + common.markdown_table(
+            [
+                "revision",
+                "cells/s",
+                "CPU cells/s",
+                "ratio",
+                "CPU ratio",
+                "ratio per round",
+                "groups",
+            ],
+            [
+                [
+                    "Chroma add" if r["rev"] == "chroma" else names[r["rev"]],
+                    r["cells_per_s"],
+                    r["cpu_cells_per_s"],
+                    r["ratio_to_chroma"],
+                    r["cpu_ratio_to_chroma"],
+                    r["ratio_each_round"],
+                    r["groups"],
+                ]
+                for r in ing
+            ],
+        )
+    payload = {"revisions": names, "vector_path": vector, "scifact": sci, "ingest": ing}
     common.write_results(args.out, args.name, payload, table, "Before/after across revisions")
 
 
