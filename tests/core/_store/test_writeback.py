@@ -144,6 +144,7 @@ def test_a_failing_group_cache_update_does_not_fail_the_cell_write(s, caplog):
         raise PersistenceError("groups collection unavailable")
 
     s.store.write_groups = broken  # type: ignore[method-assign]
+    s.wb.cells_per_group_row = 1  # the cache is due after these few cells
     s.wb.cells(s.ids)  # the cells land; the cache is repaired on the next open
     assert {r.id for r in s.store.load()} == set(s.ids)
     assert "group cache was not updated" in caplog.text
