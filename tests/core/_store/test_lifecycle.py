@@ -90,7 +90,7 @@ def _stored_groups(path) -> dict[str, int]:
 def test_bulk_loads_write_the_group_cache_rarely_and_close_brings_it_up_to_date(
     tmp_path, hashing, monkeypatch
 ):
-    vecs, _ = clustered_data(600, 128, 12, seed=3)
+    vecs, _ = clustered_data(1600, 128, 12, seed=3)
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
         rows = []
         real = mem._store.write_groups
@@ -100,15 +100,16 @@ def test_bulk_loads_write_the_group_cache_rarely_and_close_brings_it_up_to_date(
             real(gids, centroids, sizes)
 
         monkeypatch.setattr(mem._store, "write_groups", counted)
-        for start in range(0, 600, 20):
+        for start in range(0, 1600, 20):
             mem.add(
                 [f"cell {i}" for i in range(start, start + 20)],
                 vectors=vecs[start : start + 20],
                 ids=[f"c{i}" for i in range(start, start + 20)],
             )
-        # every batch changes groups, but their rows are written about once per 8 cells
-        assert 0 < sum(rows) <= 600 / 8
-        assert len(rows) < 30
+        # every batch changes groups, but their rows are written about once per 32 cells
+        assert mem._writeback.cells_per_group_row == 32
+        assert 0 < sum(rows) <= 1600 / 32
+        assert len(rows) < 80 / 8
         truth = {g.id: g.size for g in mem.groups()}
     assert _stored_groups(tmp_path) == truth
 
