@@ -298,6 +298,8 @@ def main(argv: list[str] | None = None) -> None:
         f"Vector path (search(vector=, k=10), defaults, in memory), {args.queries} held-out "
         f"Reuters MiniLM queries, {args.rounds} interleaved rounds (median p50); cells stored "
         f"{'with their passages' if args.texts else 'with empty texts'}:\n\n" + table
+        if vector
+        else ""
     )
     if sci:
         table += "\nSciFact (each revision's own benchmarks.scifact):\n\n" + common.markdown_table(
