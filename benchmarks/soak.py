@@ -202,6 +202,14 @@ def _native_heap() -> dict[str, float]:
     return out
 
 
+def _store_hnsw() -> str:
+    """The HNSW settings the store gives its collections (Chroma's defaults for the rest)."""
+    from magnetic_core._store import persistence
+
+    hnsw = persistence._COLLECTION_CONFIG["hnsw"]
+    return ", ".join(f"{k} {v}" for k, v in hnsw.items() if k != "space") or "chroma default"
+
+
 def _worker(args: argparse.Namespace) -> None:
     """Run the stream; one JSON line per checkpoint on stdout."""
     from magnetic_core._store import persistence
@@ -358,7 +366,8 @@ def _summary(
         "ops_planned": args.ops,
         "prefill": args.prefill,
         "mix": MIX,
-        "hnsw_links": args.hnsw_links or "chroma default (16)",
+        "hnsw_links": args.hnsw_links
+        or ("chroma default" if args.system == "chroma" else _store_hnsw()),
         "reopened": reopened,
         "rss_growth_second_half": ratio(rss),
         "p50_second_half_over_first": ratio(p50),
