@@ -1,12 +1,11 @@
-"""What a cell row holds in Chroma survives a reopen, in the current and the previous schema."""
+"""What a cell row holds in Chroma survives a reopen, in the current and the earlier schemas."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import time
-
 import shutil
+import time
 
 import chromadb
 import pytest
