@@ -27,9 +27,9 @@ class MemoryConfig:
         probe_cells: cells scored per query. Groups are added in centroid order until they
             hold this many cells (twice as many in large stores, where the best sub-lists of
             those groups fill the budget), so the work per query does not depend on group
-            sizes. ``None`` (the default) scales it to the store: 40 times the square root
-            of its size, between 4,096 and 12,000 cells (6,325 at 25K cells, 12,000 from
-            90K on), which keeps recall@10 near 0.98 or above on real sentence embeddings
+            sizes. ``None`` (the default) scales it to the store: 42 times the square root
+            of its size, between 4,096 and 13,000 cells (6,641 at 25K cells, 13,000 from
+            96K on), which keeps recall@10 near 0.98 or above on real sentence embeddings
             while the latency stays flat past 100K cells. 0 probes exactly ``n_probe``
             groups.
         entity_boost: added to the ranking score of cells that contain an entity of the query.
@@ -48,7 +48,8 @@ class MemoryConfig:
             said is where the rest of the answer most likely is (0 disables it).
         sketch_rank: dimension of the low-rank sketches that pre-score large probes before
             exact re-ranking (0 scores every probed cell exactly).
-        rerank: cells kept from the sketch pre-score and scored exactly.
+        rerank: cells kept from the sketch pre-score and scored exactly (at most: a query
+            ranked by cosine alone stops once the rest are out of reach of its best ``k``).
         list_size: in large stores each group's cells are split into tight sub-lists of
             about this many cells, so a query scores the parts of a group near it.
         merge_threshold: centroid similarity at which sleep mode merges two groups.

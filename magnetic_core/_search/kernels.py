@@ -34,6 +34,7 @@ __all__ = [
     "code_scores",
     "doc_rows",
     "exact_at",
+    "exact_bounded",
     "exact_rows",
     "exact_top",
     "list_scores",
@@ -52,6 +53,8 @@ _FAST = {"reassoc", "contract", "nsz", "arcp"}
 _AHEAD = 16
 # Sub-lists the code scan asks for ahead of the one it scores (each a few KB).
 _LISTS_AHEAD = 8
+# Rows a bounded rerank scores between two looks at its stopping rule (exact_bounded).
+_RERANK_STEP = 32
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
@@ -99,10 +102,11 @@ def listed_code_top(
     base: np.ndarray,
     qp: np.ndarray,
     keep: int,
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``keep`` best rows of the given sub-lists by ``base[list] + scale * codes . qp``.
 
-    Returns arena row numbers, best first (ties: the earlier row in list order).
+    Returns ``(arena rows, their approximate scores)``, best first (ties: the earlier row
+    in list order).
     """
     total = 0
     for t in range(lists.shape[0]):
@@ -129,7 +133,8 @@ def listed_code_top(
             rows[at] = r
             approx[at] = b + acc * scales[r]
             at += 1
-    return rows[top_k(approx, keep)]
+    best = top_k(approx, keep)
+    return rows[best], approx[best]
 
 
 @njit(cache=True, nogil=True)
@@ -147,6 +152,62 @@ def exact_top(
     """
     scores = exact_at(addresses, row_block, row_in_block, rows, q)
     best = top_k(scores, k)
+    return rows[best], scores[best]
+
+
+@njit(cache=True, nogil=True)
+def exact_bounded(
+    addresses: np.ndarray,
+    row_block: np.ndarray,
+    row_in_block: np.ndarray,
+    rows: np.ndarray,
+    approx: np.ndarray,
+    q: np.ndarray,
+    k: int,
+    step: int,
+    sds: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`exact_top` of a prefix of ``rows`` (ordered by ``approx``, best first) that
+    holds the best ``k`` unless the approximations err far more than they did on it.
+
+    Rows are scored exactly ``step`` at a time (the first time at least ``k``). After each
+    step the approximations' errors on the rows scored so far give a margin, their mean's
+    size plus ``sds`` standard deviations; scoring stops once the next row's approximate
+    score is more than that margin below the ``k``-th best exact score: the rows left would
+    each have to be underestimated by more than that to enter the best ``k``. With ``sds``
+    infinite every row is scored: the result is :func:`exact_top`'s.
+    """
+    n = rows.shape[0]
+    if not sds < np.inf:
+        step = n
+    stride = q.shape[0] * 4
+    scores = np.empty(n, np.float32)
+    for t in range(min(_AHEAD, n)):
+        r = rows[t]
+        prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+    err_sum = 0.0
+    err_sq = 0.0
+    done = 0
+    while done < n:
+        end = min(n, done + max(step, k - done, 1))
+        for t in range(done, end):
+            if t + _AHEAD < n:  # rows are scattered: ask for a later one while this one is scored
+                r = rows[t + _AHEAD]
+                prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+            r = rows[t]
+            s = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+            scores[t] = s
+            e = np.float64(s) - np.float64(approx[t])
+            err_sum += e
+            err_sq += e * e
+        done = end
+        if done < n and k > 0:
+            mean = err_sum / done
+            margin = abs(mean) + sds * np.sqrt(max(err_sq / done - mean * mean, 0.0))
+            kth = scores[top_k(scores[:done], k)[k - 1]]
+            if np.float64(approx[done]) < np.float64(kth) - margin:
+                break
+    best = top_k(scores[:done], k)
     return rows[best], scores[best]
 
 
@@ -322,11 +383,13 @@ def probe_top(
     budget: int,
     keep: int,
     k: int,
+    sds: float = np.inf,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The scorer's whole probe in one call: the slots' sub-lists ranked by the cosine of
     their mean (from its int8 code), the best ones holding ``budget`` cells scored by code,
-    the best ``keep`` of those exactly; returns the best ``k`` ``(arena rows, exact
-    scores)``, best first."""
+    the best ``keep`` of those exactly (or the part of them :func:`exact_bounded` reads
+    with ``sds`` finite); returns the best ``k`` ``(arena rows, exact scores)``, best
+    first."""
     lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
     m = lists.shape[0]
     base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
@@ -340,5 +403,6 @@ def probe_top(
         order = order[:need]
         lists, base = lists[order], base[order]
     qp = project(q, basis)
-    picked = listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
-    return exact_top(addresses, row_block, row_in_block, picked, q, k)
+    picked, approx = listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
+    step = _RERANK_STEP
+    return exact_bounded(addresses, row_block, row_in_block, picked, approx, q, k, step, sds)

@@ -70,10 +70,12 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(n_lists: int, seed: in
     chosen = rng.permutation(n_lists)[: rng.integers(0, n_lists + 1)]
     base = rng.integers(-50, 50, chosen.shape[0]).astype(np.float32)
     qp = rng.integers(-2, 3, 8).astype(np.float32)
-    got = kernels.listed_code_top(codes, scales, starts, lens, chosen, base, qp, keep)
+    got, got_approx = kernels.listed_code_top(codes, scales, starts, lens, chosen, base, qp, keep)
     rows = ranges(starts[chosen], lens[chosen])
     approx = np.repeat(base, lens[chosen]) + (codes[rows].astype(np.float32) @ qp) * scales[rows]
-    np.testing.assert_array_equal(got, rows[_ref_top(approx, keep)])
+    best = _ref_top(approx, keep)
+    np.testing.assert_array_equal(got, rows[best])
+    np.testing.assert_array_equal(got_approx, approx[best])
 
 
 def _blocks(
@@ -116,6 +118,78 @@ def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int)
     ref = np.concatenate([blocks[i] @ q for i in pick]) if len(pick) else np.empty(0)
     np.testing.assert_array_equal(kernels.exact_rows(addresses, counts, pick, q), ref)
     np.testing.assert_array_equal(kernels.block_scores(blocks[0], q), blocks[0] @ q)
+
+
+def _ref_exact_bounded(exact, approx, k, step, sds):
+    """The bounded rerank's rule in numpy: how many rows it scores."""
+    n = exact.shape[0]
+    done = 0
+    while done < n:
+        done = min(n, done + max(step, k - done, 1))
+        if done < n and k > 0:
+            err = exact[:done].astype(np.float64) - approx[:done]
+            margin = abs(err.mean()) + sds * err.std()
+            if approx[done] < np.sort(exact[:done])[::-1][k - 1] - margin:
+                break
+    return done
+
+
+@SETTINGS
+@given(
+    st.integers(1, 6),
+    st.integers(0, 2**31),
+    st.integers(0, 30),
+    st.integers(1, 12),
+    st.sampled_from([0.0, 1.0, 4.0, math.inf]),
+)
+def test_exact_bounded_scores_a_prefix_by_its_rule(n_blocks, seed, k, step, sds):
+    rng = np.random.default_rng(seed)
+    d = 5
+    blocks, addresses, owner, row = _blocks(rng, n_blocks, 12, d)
+    rows = rng.permutation(owner.shape[0])[: rng.integers(0, owner.shape[0] + 1)]
+    q = rng.integers(-2, 3, d).astype(np.float32)
+    exact = np.array([blocks[owner[r]][row[r]] @ q for r in rows], np.float32)
+    # Approximations off by small integers (exact sums), rows ordered by them.
+    approx = exact + rng.integers(-2, 3, exact.shape[0]).astype(np.float32)
+    order = _ref_top(approx, approx.shape[0])
+    rows, exact, approx = rows[order], exact[order], approx[order]
+    got_rows, got_scores = kernels.exact_bounded(
+        addresses, owner, row, rows, approx, q, k, step, sds
+    )
+    done = rows.shape[0] if sds == math.inf else _ref_exact_bounded(exact, approx, k, step, sds)
+    best = _ref_top(exact[:done], k)
+    np.testing.assert_array_equal(got_rows, rows[best])
+    np.testing.assert_array_equal(got_scores, exact[best])
+    if sds == math.inf:  # every row scored: exact_top's answer
+        want_rows, want_scores = kernels.exact_top(addresses, owner, row, rows, q, k)
+        np.testing.assert_array_equal(got_rows, want_rows)
+        np.testing.assert_array_equal(got_scores, want_scores)
+
+
+def test_exact_bounded_stops_early_only_when_the_approximations_are_close() -> None:
+    rng = np.random.default_rng(7)
+    vecs = rng.standard_normal((400, 64)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    owner = np.zeros(400, np.int32)
+    row = np.arange(400, dtype=np.int32)
+    addresses = np.array([vecs.ctypes.data], np.int64)
+    q = vecs[0].copy()
+    exact = vecs @ q
+    true_best = np.argsort(-exact, kind="stable")[:10]
+    # Row 0 is the query itself (cosine 1), given an approximation that puts it last.
+    for spread, reads_all in ((1e-3, False), (0.3, True)):
+        approx = (exact + rng.normal(0, spread, 400)).astype(np.float32)
+        approx[0] = approx.min() - 1.0
+        order = np.argsort(-approx, kind="stable")
+        got, scores = kernels.exact_bounded(
+            addresses, owner, row, order, approx[order], q, 10, 32, 4.0
+        )
+        if reads_all:  # errors of 0.3 leave no margin to stop at: every row is scored
+            np.testing.assert_array_equal(got, true_best)
+            assert abs(float(scores[0]) - 1.0) < 1e-6
+        else:  # close approximations: the first 32 rows hold the rest of the best, it stops
+            np.testing.assert_array_equal(got, order[:32][np.argsort(-exact[order[:32]])[:10]])
+            assert 0 not in got.tolist() and set(true_best[1:].tolist()) <= set(got.tolist())
 
 
 def test_exact_kernels_give_float32_cosines_of_real_vectors() -> None:
