@@ -66,6 +66,7 @@ class MagneticMemory(WritePath, SleepMode):
         >>> hit.id, hit.text, hit.group_id == hit.cell.group_id
         ('c1', 'the cat sat on the mat', True)
     """
+
     def __init__(
         self,
         path: str | os.PathLike[str] = "./magnetic_memory",

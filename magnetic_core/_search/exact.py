@@ -46,6 +46,11 @@ class Pool:
         # (``extend_docs(bm25=)``); None once rows join without it.
         self.bm25: np.ndarray | None = None
         self._have: set[str] | None = None
+        # The scorer's arena rows of the first rows, whose ``scores`` are still their
+        # approximate cosines (a text query's coded probe, scored once the other stages
+        # have joined: :func:`~magnetic_core._search.fusion.settle`); None when every
+        # score is exact.
+        self.pending: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -95,6 +100,23 @@ class Pool:
                 assert self._lexical is not None
                 self._docs = np.concatenate([self._docs, self._lexical.numbers(new)])
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
+
+    def settled(self, at: np.ndarray, scores: np.ndarray) -> None:
+        """The pending rows scored: the rows ``at`` (positions among the pending ones)
+        take their exact ``scores``; the other pending rows leave the pool."""
+        assert self.pending is not None
+        m = self.pending.shape[0]
+        keep = np.concatenate([np.sort(at), np.arange(m, len(self))])
+        self.scores[at] = scores
+        self.scores = self.scores[keep]
+        if self._docs is not None:
+            self._docs = self._docs[keep]
+        if self._ids is not None:
+            self._ids = [self._ids[i] for i in keep.tolist()]
+            self._have = None
+        if self.bm25 is not None:
+            self.bm25 = self.bm25[keep]
+        self.pending = None
 
     def add_docs(
         self, docs: np.ndarray, scores: np.ndarray, bm25: np.ndarray | None = None

@@ -21,11 +21,12 @@ from magnetic_core._search.topk import top_indices
 if TYPE_CHECKING:
     from magnetic_core._index.index import HierIndex
     from magnetic_core._search.exact import Pool
+    from magnetic_core._search.scorer import Scorer
     from magnetic_core._search.search import SearchPlan
     from magnetic_core._search.stages import Stages
     from magnetic_core._store.catalog import Catalog
 
-__all__ = ["Fused", "fuse", "rank"]
+__all__ = ["Fused", "fuse", "rank", "settle"]
 
 # The best cells whose neighbours are lifted (a bound on the work per query).
 CONTEXT_TOP = 64
@@ -133,6 +134,36 @@ def fuse(
     fused.context = lifted - fused.rank
     fused.rank = lifted
     return fused
+
+
+def settle(pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan, scorer: Scorer) -> None:
+    """Score the pool's pending rows (a text query's coded probe) that can still reach the
+    best ``k``: each row's entity and lexical terms are known by now, so the rows are read
+    best first by approximate cosine plus those terms, until the rest are out of reach of
+    the ranking scores seen (``scorer.RERANK_SDS``). The rows not read leave the pool.
+
+    Pools that threads lift or exclusions thin are never pending (their ranking is not
+    the sum of these terms alone).
+    """
+    rows = pool.pending
+    if rows is None:
+        return
+    from magnetic_core._search.scorer import _kernels  # numba: loaded by the probe
+
+    m = rows.shape[0]
+    terms = _terms(pool, 0, stages, catalog, plan)
+    bonus = np.zeros(len(pool), np.float32)
+    if terms.boost is not None:
+        bonus += terms.boost
+    if terms.lexical is not None:
+        bonus += terms.lexical
+    approx = pool.scores[:m]
+    order = _kernels().top_k(approx + bonus[:m], m)
+    others = terms.rank[m:]
+    exact = scorer.score_prefix(
+        rows[order], approx[order], bonus[:m][order], others, plan.vector, plan.k
+    )
+    pool.settled(order[: exact.shape[0]], exact)
 
 
 def _terms(

@@ -34,11 +34,12 @@ __all__ = [
     "code_scores",
     "doc_rows",
     "exact_at",
-    "exact_bounded",
+    "exact_prefix",
     "exact_rows",
     "exact_top",
     "list_scores",
     "listed_code_top",
+    "probe_coded",
     "probe_groups",
     "probe_top",
     "project",
@@ -53,8 +54,8 @@ _FAST = {"reassoc", "contract", "nsz", "arcp"}
 _AHEAD = 16
 # Sub-lists the code scan asks for ahead of the one it scores (each a few KB).
 _LISTS_AHEAD = 8
-# Rows a bounded rerank scores between two looks at its stopping rule (exact_bounded).
-_RERANK_STEP = 32
+# Rows a bounded rerank scores between two looks at its stopping rule (exact_prefix).
+RERANK_STEP = 32
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
@@ -156,32 +157,44 @@ def exact_top(
 
 
 @njit(cache=True, nogil=True)
-def exact_bounded(
+def exact_prefix(
     addresses: np.ndarray,
     row_block: np.ndarray,
     row_in_block: np.ndarray,
     rows: np.ndarray,
     approx: np.ndarray,
+    bonus: np.ndarray,
+    others: np.ndarray,
     q: np.ndarray,
     k: int,
     step: int,
     sds: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`exact_top` of a prefix of ``rows`` (ordered by ``approx``, best first) that
-    holds the best ``k`` unless the approximations err far more than they did on it.
+) -> np.ndarray:
+    """Exact cosines of the prefix of ``rows`` that can hold the best ``k`` by ranking score.
 
-    Rows are scored exactly ``step`` at a time (the first time at least ``k``). After each
-    step the approximations' errors on the rows scored so far give a margin, their mean's
-    size plus ``sds`` standard deviations; scoring stops once the next row's approximate
-    score is more than that margin below the ``k``-th best exact score: the rows left would
-    each have to be underestimated by more than that to enter the best ``k``. With ``sds``
-    infinite every row is scored: the result is :func:`exact_top`'s.
+    A row's ranking score is its cosine plus its ``bonus`` (zeros for a plain vector
+    query); ``approx`` is each row's approximate cosine, and ``rows`` come best first by
+    ``approx + bonus``. ``others``: the ranking scores of candidates already scored
+    exactly, which compete for the same ``k``. Rows are scored ``step`` at a time (the
+    first time at least ``k``). After each step the approximations' errors on the rows
+    scored so far give a margin, their mean's size plus ``sds`` standard deviations;
+    scoring stops once the next row's ``approx + bonus`` is more than that margin below the
+    ``k``-th best ranking score: each row left would have to be underestimated by more
+    than that to enter the best ``k``. With ``sds`` infinite every row is scored.
+
+    Returns the exact cosines of the rows scored, in the order of ``rows``.
     """
     n = rows.shape[0]
     if not sds < np.inf:
         step = n
     stride = q.shape[0] * 4
     scores = np.empty(n, np.float32)
+    fused = np.empty(n + min(k, others.shape[0]), np.float32)
+    held = 0
+    if k > 0:
+        for i in top_k(others, k):
+            fused[n + held] = others[i]
+            held += 1
     for t in range(min(_AHEAD, n)):
         r = rows[t]
         prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
@@ -197,18 +210,19 @@ def exact_bounded(
             r = rows[t]
             s = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
             scores[t] = s
+            fused[t] = s + bonus[t]
             e = np.float64(s) - np.float64(approx[t])
             err_sum += e
             err_sq += e * e
         done = end
-        if done < n and k > 0:
+        if done < n and k > 0 and done + held >= k:
             mean = err_sum / done
             margin = abs(mean) + sds * np.sqrt(max(err_sq / done - mean * mean, 0.0))
-            kth = scores[top_k(scores[:done], k)[k - 1]]
-            if np.float64(approx[done]) < np.float64(kth) - margin:
+            ranked = np.concatenate((fused[:done], fused[n : n + held]))
+            kth = ranked[top_k(ranked, k)[k - 1]]
+            if np.float64(approx[done]) + np.float64(bonus[done]) < np.float64(kth) - margin:
                 break
-    best = top_k(scores[:done], k)
-    return rows[best], scores[best]
+    return scores[:done]
 
 
 @njit(cache=True, nogil=True)
@@ -363,6 +377,43 @@ def _slot_lists(
 
 
 @njit(cache=True, nogil=True)
+def probe_coded(
+    slots: np.ndarray,
+    slot_block: np.ndarray,
+    block_first: np.ndarray,
+    block_end: np.ndarray,
+    list_code: np.ndarray,
+    list_scale: np.ndarray,
+    list_inv: np.ndarray,
+    list_start: np.ndarray,
+    list_len: np.ndarray,
+    codes: np.ndarray,
+    scales: np.ndarray,
+    q: np.ndarray,
+    basis: np.ndarray,
+    budget: int,
+    keep: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The coded half of a probe: the slots' sub-lists ranked by the cosine of their mean
+    (from its int8 code), the best ones holding ``budget`` cells scored by code; returns
+    the best ``keep`` ``(arena rows, approximate cosines)``, best first."""
+    lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
+    m = lists.shape[0]
+    base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
+    if total > budget:
+        order = top_k(cos, m)
+        held = 0
+        need = 0
+        while need < m and held < max(budget, 1):
+            held += list_len[lists[order[need]]]
+            need += 1
+        order = order[:need]
+        lists, base = lists[order], base[order]
+    qp = project(q, basis)
+    return listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
+
+
+@njit(cache=True, nogil=True)
 def probe_top(
     slots: np.ndarray,
     slot_block: np.ndarray,
@@ -385,24 +436,18 @@ def probe_top(
     k: int,
     sds: float = np.inf,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The scorer's whole probe in one call: the slots' sub-lists ranked by the cosine of
-    their mean (from its int8 code), the best ones holding ``budget`` cells scored by code,
-    the best ``keep`` of those exactly (or the part of them :func:`exact_bounded` reads
-    with ``sds`` finite); returns the best ``k`` ``(arena rows, exact scores)``, best
-    first."""
-    lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
-    m = lists.shape[0]
-    base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
-    if total > budget:
-        order = top_k(cos, m)
-        held = 0
-        need = 0
-        while need < m and held < max(budget, 1):
-            held += list_len[lists[order[need]]]
-            need += 1
-        order = order[:need]
-        lists, base = lists[order], base[order]
-    qp = project(q, basis)
-    picked, approx = listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
-    step = _RERANK_STEP
-    return exact_bounded(addresses, row_block, row_in_block, picked, approx, q, k, step, sds)
+    """The scorer's whole probe in one call: :func:`probe_coded`, then the best ``keep``
+    scored exactly (or the part of them :func:`exact_prefix` reads with ``sds`` finite);
+    returns the best ``k`` ``(arena rows, exact scores)``, best first."""
+    picked, approx = probe_coded(
+        slots, slot_block, block_first, block_end, list_code, list_scale, list_inv,
+        list_start, list_len, codes, scales, q, basis, budget, keep,
+    )  # fmt: skip
+    bonus = np.zeros(picked.shape[0], np.float32)
+    none = np.empty(0, np.float32)
+    step = RERANK_STEP
+    scores = exact_prefix(
+        addresses, row_block, row_in_block, picked, approx, bonus, none, q, k, step, sds
+    )
+    best = top_k(scores, k)
+    return picked[best], scores[best]

@@ -80,7 +80,7 @@ RECODE_ROWS = 256
 # A probe that needs only its best k by cosine scores its ``keep`` coded best exactly in
 # order of their approximate scores, and stops once the next approximation is this many
 # standard deviations of the approximations' error on the rows scored so far (plus its
-# mean) below the k-th best cosine (``kernels.exact_bounded``). Each reranked row is a
+# mean) below the k-th best cosine (``kernels.exact_prefix``). Each reranked row is a
 # cache miss (256 scattered rows of a 100K Reuters store: 127 us cold, 20 us cached). The
 # errors have heavier tails than a normal law, so a few neighbours are lost (100K, 12,000
 # cells: recall@10 0.9857 -> 0.9840, p50 0.735 -> 0.662 ms); per unit of time, the probe
@@ -336,6 +336,64 @@ class Scorer:
             order, merged = _merged(scores, extra, k)
             return np.concatenate([docs, lexical.numbers(extra_ids)])[order], merged
         return docs, scores
+
+    def probe_pending(
+        self,
+        index: HierIndex,
+        slots: np.ndarray,
+        q: np.ndarray,
+        budget: int,
+        keep: int,
+        lexical: LexicalIndex,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`probe_docs` without its exact rerank: the best ``keep`` coded cells with
+        their approximate cosines, best first, then the stale groups' best ``keep`` scored
+        exactly. Returns ``(docs, scores, rows)``: the first ``len(rows)`` entries are the
+        coded cells (``rows``: their arena rows), to be scored by :meth:`score_prefix`
+        once the other stages have said what each can gain."""
+        assert self._basis is not None
+        st = self._state
+        stale = st.stale[slots]
+        extra_ids: list[str] = []
+        extra = np.empty(0, np.float32)
+        if stale.any():
+            extra_ids, extra = _exact_groups(index, slots[stale], q, keep)
+            slots = slots[~stale]
+        args = st.probe_args()[:10]  # up to the codes and their scales
+        rows, approx = _kernels().probe_coded(slots, *args, q, self._basis, budget, keep)
+        docs = st.cell_docs(rows, lexical)
+        if extra_ids:
+            docs = np.concatenate([docs, lexical.numbers(extra_ids)])
+            approx = np.concatenate([approx, extra])
+        return docs, approx, rows
+
+    def score_prefix(
+        self,
+        rows: np.ndarray,
+        approx: np.ndarray,
+        bonus: np.ndarray,
+        others: np.ndarray,
+        q: np.ndarray,
+        k: int,
+    ) -> np.ndarray:
+        """Exact cosines of the prefix of ``rows`` (best first by ``approx + bonus``) that
+        can hold the best ``k`` beside ``others`` (see ``RERANK_SDS`` and
+        :func:`~magnetic_core._search.kernels.exact_prefix`)."""
+        cols = self._state.rows.cols
+        addresses = self._state.blocks.cols["address"]
+        return _kernels().exact_prefix(
+            addresses,
+            cols["block"],
+            cols["row"],
+            rows,
+            approx,
+            bonus,
+            others,
+            q,
+            k,
+            _kernels().RERANK_STEP,
+            RERANK_SDS,
+        )
 
     def doc_rows(self, docs: np.ndarray, lexical: LexicalIndex) -> np.ndarray:
         """The arena row of each document's cell (-1 where no current block holds it)."""

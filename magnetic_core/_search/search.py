@@ -35,7 +35,7 @@ import numpy as np
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.candidates import Candidate, candidates
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
-from magnetic_core._search.fusion import rank
+from magnetic_core._search.fusion import rank, settle
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
 from magnetic_core._search.stages import Stages
 from magnetic_core._store.catalog import Catalog
@@ -141,6 +141,8 @@ def run_search(
         pool = _exact(index, scorer, plan, stages, keep)
     if stages.lexical_terms:
         _join_lexical(index, catalog, plan, stages, pool, scorer)
+    if scorer is not None:
+        settle(pool, stages, catalog, plan, scorer)
     picked = rank(index, pool, stages, catalog, plan)
     fallback = len(picked) < plan.k and len(stages.slots) < n_groups
     if fallback:
@@ -237,8 +239,14 @@ def _coded(
             rows = [(c, float(s), 0.0, 0.0, 0.0) for c, s in zip(*found, strict=True)]
             return candidates(index, plan, stages, rows, False)
         pool = Pool(*found)
+    elif not plan.exclude and not _threaded(catalog, plan):
+        # The other stages join the pool by BM25 document number (array operations); the
+        # coded cells are scored once their terms are known (fusion.settle).
+        lexical = catalog.lexical
+        docs, scores, rows = scorer.probe_pending(index, stages.slots, q, budget, keep, lexical)
+        pool = Pool(None, scores, docs, lexical)
+        pool.pending = rows
     else:
-        # The other stages join the pool by BM25 document number (array operations).
         lexical = catalog.lexical
         docs, scores = scorer.probe_docs(index, stages.slots, q, budget, keep, lexical)
         pool = Pool(None, scores, docs, lexical)

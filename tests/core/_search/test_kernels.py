@@ -120,16 +120,17 @@ def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int)
     np.testing.assert_array_equal(kernels.block_scores(blocks[0], q), blocks[0] @ q)
 
 
-def _ref_exact_bounded(exact, approx, k, step, sds):
+def _ref_exact_prefix(exact, approx, bonus, others, k, step, sds):
     """The bounded rerank's rule in numpy: how many rows it scores."""
     n = exact.shape[0]
     done = 0
     while done < n:
         done = min(n, done + max(step, k - done, 1))
-        if done < n and k > 0:
+        ranked = np.concatenate([exact[:done] + bonus[:done], others])
+        if done < n and k > 0 and ranked.shape[0] >= k and sds < math.inf:
             err = exact[:done].astype(np.float64) - approx[:done]
             margin = abs(err.mean()) + sds * err.std()
-            if approx[done] < np.sort(exact[:done])[::-1][k - 1] - margin:
+            if approx[done] + bonus[done] < np.sort(ranked)[::-1][k - 1] - margin:
                 break
     return done
 
@@ -141,32 +142,30 @@ def _ref_exact_bounded(exact, approx, k, step, sds):
     st.integers(0, 30),
     st.integers(1, 12),
     st.sampled_from([0.0, 1.0, 4.0, math.inf]),
+    st.booleans(),
 )
-def test_exact_bounded_scores_a_prefix_by_its_rule(n_blocks, seed, k, step, sds):
+def test_exact_prefix_scores_the_rows_its_rule_reads(n_blocks, seed, k, step, sds, bonuses):
     rng = np.random.default_rng(seed)
     d = 5
     blocks, addresses, owner, row = _blocks(rng, n_blocks, 12, d)
     rows = rng.permutation(owner.shape[0])[: rng.integers(0, owner.shape[0] + 1)]
     q = rng.integers(-2, 3, d).astype(np.float32)
     exact = np.array([blocks[owner[r]][row[r]] @ q for r in rows], np.float32)
-    # Approximations off by small integers (exact sums), rows ordered by them.
+    # Approximations off by small integers (exact sums), rows ordered by them plus bonus.
     approx = exact + rng.integers(-2, 3, exact.shape[0]).astype(np.float32)
-    order = _ref_top(approx, approx.shape[0])
-    rows, exact, approx = rows[order], exact[order], approx[order]
-    got_rows, got_scores = kernels.exact_bounded(
-        addresses, owner, row, rows, approx, q, k, step, sds
-    )
-    done = rows.shape[0] if sds == math.inf else _ref_exact_bounded(exact, approx, k, step, sds)
-    best = _ref_top(exact[:done], k)
-    np.testing.assert_array_equal(got_rows, rows[best])
-    np.testing.assert_array_equal(got_scores, exact[best])
-    if sds == math.inf:  # every row scored: exact_top's answer
-        want_rows, want_scores = kernels.exact_top(addresses, owner, row, rows, q, k)
-        np.testing.assert_array_equal(got_rows, want_rows)
-        np.testing.assert_array_equal(got_scores, want_scores)
+    n_bonus = exact.shape[0] if bonuses else 0
+    bonus = np.zeros(exact.shape[0], np.float32)
+    bonus[:n_bonus] = rng.integers(0, 4, n_bonus)
+    others = rng.integers(-20, 20, rng.integers(0, 15) if bonuses else 0).astype(np.float32)
+    order = _ref_top(approx + bonus, approx.shape[0])
+    rows, exact, approx, bonus = rows[order], exact[order], approx[order], bonus[order]
+    got = kernels.exact_prefix(addresses, owner, row, rows, approx, bonus, others, q, k, step, sds)
+    done = _ref_exact_prefix(exact, approx, bonus, others, k, step, sds)
+    assert done == rows.shape[0] or sds != math.inf  # infinite: every row
+    np.testing.assert_array_equal(got, exact[:done])
 
 
-def test_exact_bounded_stops_early_only_when_the_approximations_are_close() -> None:
+def test_exact_prefix_stops_early_only_when_the_approximations_are_close() -> None:
     rng = np.random.default_rng(7)
     vecs = rng.standard_normal((400, 64)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -175,21 +174,29 @@ def test_exact_bounded_stops_early_only_when_the_approximations_are_close() -> N
     addresses = np.array([vecs.ctypes.data], np.int64)
     q = vecs[0].copy()
     exact = vecs @ q
-    true_best = np.argsort(-exact, kind="stable")[:10]
+    no_bonus, none = np.zeros(400, np.float32), np.empty(0, np.float32)
     # Row 0 is the query itself (cosine 1), given an approximation that puts it last.
     for spread, reads_all in ((1e-3, False), (0.3, True)):
         approx = (exact + rng.normal(0, spread, 400)).astype(np.float32)
         approx[0] = approx.min() - 1.0
         order = np.argsort(-approx, kind="stable")
-        got, scores = kernels.exact_bounded(
-            addresses, owner, row, order, approx[order], q, 10, 32, 4.0
+        got = kernels.exact_prefix(
+            addresses, owner, row, order, approx[order], no_bonus, none, q, 10, 32, 4.0
         )
+        np.testing.assert_allclose(got, exact[order[: got.shape[0]]], atol=1e-6)
         if reads_all:  # errors of 0.3 leave no margin to stop at: every row is scored
-            np.testing.assert_array_equal(got, true_best)
-            assert abs(float(scores[0]) - 1.0) < 1e-6
-        else:  # close approximations: the first 32 rows hold the rest of the best, it stops
-            np.testing.assert_array_equal(got, order[:32][np.argsort(-exact[order[:32]])[:10]])
-            assert 0 not in got.tolist() and set(true_best[1:].tolist()) <= set(got.tolist())
+            assert got.shape[0] == 400
+        else:  # close approximations: the first 32 rows hold the rest of the best
+            assert got.shape[0] == 32
+    # A bonus lifts rows as the ranking will: a row the others' scores already beat by
+    # more than any error seen is never read.
+    approx = (exact + rng.normal(0, 1e-3, 400)).astype(np.float32)
+    order = np.argsort(-approx, kind="stable")
+    strong = np.full(10, 5.0, np.float32)  # ten candidates scored already, far above
+    got = kernels.exact_prefix(
+        addresses, owner, row, order, approx[order], no_bonus, strong, q, 10, 32, 4.0
+    )
+    assert got.shape[0] == 32  # the first step is read, then nothing can reach the ten
 
 
 def test_exact_kernels_give_float32_cosines_of_real_vectors() -> None:
