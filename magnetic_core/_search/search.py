@@ -229,23 +229,25 @@ def _coded(
 ) -> Pool | list[Candidate]:
     """The probed groups scored by code and reranked exactly: the answer itself when
     nothing re-ranks the best k by cosine, else the pool (with the boosted cells of the
-    probed groups) that the other stages join."""
+    probed groups) that the other stages join; a pool without exclusions or thread lifts
+    leaves the coded cells' exact scores pending until their terms are known
+    (:func:`~magnetic_core._search.fusion.settle`)."""
     q = plan.vector
     # Only the best k are needed unless boosts, words or exclusions re-rank them.
     plain = stages.plain(plan)
     if plain:
         found = scorer.probe(index, stages.slots, q, budget, keep, plan.k)
         if len(found[0]) >= plan.k and not _threaded(catalog, plan):
-            rows = [(c, float(s), 0.0, 0.0, 0.0) for c, s in zip(*found, strict=True)]
-            return candidates(index, plan, stages, rows, False)
+            picked = [(c, float(s), 0.0, 0.0, 0.0) for c, s in zip(*found, strict=True)]
+            return candidates(index, plan, stages, picked, False)
         pool = Pool(*found)
     elif not plan.exclude and not _threaded(catalog, plan):
         # The other stages join the pool by BM25 document number (array operations); the
         # coded cells are scored once their terms are known (fusion.settle).
         lexical = catalog.lexical
-        docs, scores, rows = scorer.probe_pending(index, stages.slots, q, budget, keep, lexical)
+        docs, scores, coded = scorer.probe_pending(index, stages.slots, q, budget, keep, lexical)
         pool = Pool(None, scores, docs, lexical)
-        pool.pending = rows
+        pool.pending = coded
     else:
         lexical = catalog.lexical
         docs, scores = scorer.probe_docs(index, stages.slots, q, budget, keep, lexical)

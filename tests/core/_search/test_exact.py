@@ -68,3 +68,21 @@ def test_a_pool_named_by_document_numbers_gives_the_ids_and_extends_like_one_nam
     np.testing.assert_array_equal(by_doc.docs(lex), by_id.docs(lex))
     np.testing.assert_allclose(by_doc.scores, index.vectors(by_id.ids) @ q, atol=1e-6)
     assert len(by_doc) == 5
+
+
+def test_settling_a_pools_pending_rows_keeps_those_scored_and_drops_the_rest():
+    index, q = _index(200)
+    lex = _lexical(index)
+    ids = ["c1", "c2", "c3", "c4", "c5"]
+    exact = index.vectors(ids) @ q
+    # The first three wait with approximate cosines; the last two were scored exactly.
+    approx = exact.copy()
+    approx[:3] -= 0.25
+    pool = Pool(None, approx, lex.numbers(ids), lex)
+    pool.pending = np.array([10, 11, 12], np.int64)  # their rows in the scorer
+    pool.bm25 = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
+    pool.settled(np.array([2, 0]), exact[[2, 0]])
+    assert pool.pending is None
+    assert pool.ids == ["c1", "c3", "c4", "c5"]  # c2 was never read: out of reach
+    np.testing.assert_array_equal(pool.scores, exact[[0, 2, 3, 4]])
+    np.testing.assert_array_equal(pool.bm25, [1.0, 3.0, 4.0, 5.0])

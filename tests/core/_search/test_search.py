@@ -200,3 +200,63 @@ def test_a_coded_probe_ranks_words_and_entities_as_the_numpy_fusion_does(monkeyp
     for a, b in zip(compiled, plain, strict=True):
         assert (a.score, a.boost, a.lexical, a.rank_score) == (b.score, b.boost, b.lexical,
                                                                b.rank_score)  # fmt: skip
+
+
+def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_best_k(
+    monkeypatch,
+) -> None:
+    """A text query's coded cells wait in the pool with their approximate cosines until
+    the entity and lexical stages have joined; then they are scored best first by
+    approximation plus terms, and those out of reach are never read. The hits are those
+    of scoring every coded cell."""
+    from magnetic_core._search import scorer as scorer_module
+    from magnetic_core._search.scorer import Scorer
+    from magnetic_core._store.record import CellRecord
+
+    n = 8000
+    vecs, _ = clustered_data(n + 30, 64, 40, spread=0.8, decay=1.5, seed=7)
+    index = HierIndex(64, 256)
+    ids = [f"c{i}" for i in range(n)]
+    index.assign(ids, vecs[30:], 0.6)
+    catalog = Catalog()
+    rng = np.random.default_rng(7)
+    words = ["zebra", "stripes", "quagga", "savanna", "herd", "plain"]
+    for i, cid in enumerate(ids):
+        text = " ".join(rng.choice(words, 2)) if i % 7 == 0 else f"note {i}"
+        entity = ("Quagga",) if i % 37 == 0 else ()
+        catalog.put(cid, CellRecord(text, {}, entity, 0.0, 0.0))
+    read: list[int] = []
+    score_prefix = Scorer.score_prefix
+
+    def counted(self, rows, *args):
+        got = score_prefix(self, rows, *args)
+        read.append(got.shape[0])
+        return got
+
+    monkeypatch.setattr(Scorer, "score_prefix", counted)
+    scorer = Scorer(48, 32)  # codes close enough to stop early on this data
+    runs: list[list[list[tuple[str, float, float]]]] = []
+    for sds in (scorer_module.RERANK_SDS, float("inf")):
+        monkeypatch.setattr(scorer_module, "RERANK_SDS", sds)
+        found = []
+        for j in range(30):
+            plan = SearchPlan(
+                vector=vecs[j],
+                k=10,
+                n_probe=4,
+                entities=("Quagga",) if j % 2 else (),
+                entity_boost=0.1,
+                predicate=None,
+                sketch_rank=48,
+                rerank=64,
+                min_cells=1200,
+                lexical_terms=catalog.lexical.query_terms("zebra herd" if j % 3 else "plain"),
+                lexical_weight=0.3,
+            )
+            found.append(
+                [(c.id, c.score, c.rank_score) for c in run_search(index, catalog, plan, scorer)]
+            )
+        runs.append(found)
+    assert len(read) == 60 and sum(read[:30]) < 0.75 * 64 * 30  # many were out of reach
+    assert read[30:] == [64] * 30  # with no bound, every coded cell is read
+    assert runs[0] == runs[1]  # and the hits are the same
