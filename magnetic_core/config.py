@@ -49,7 +49,7 @@ class MemoryConfig:
         sketch_rank: dimension of the low-rank sketches that pre-score large probes before
             exact re-ranking (0 scores every probed cell exactly).
         rerank: cells kept from the sketch pre-score and scored exactly (at most: a query
-            ranked by cosine alone stops once the rest are out of reach of its best ``k``).
+            stops once the rest are out of reach of its best ``k``).
         list_size: in large stores each group's cells are split into tight sub-lists of
             about this many cells, so a query scores the parts of a group near it.
         merge_threshold: centroid similarity at which sleep mode merges two groups.
