@@ -353,12 +353,7 @@ class Scorer:
         once the other stages have said what each can gain."""
         assert self._basis is not None
         st = self._state
-        stale = st.stale[slots]
-        extra_ids: list[str] = []
-        extra = np.empty(0, np.float32)
-        if stale.any():
-            extra_ids, extra = _exact_groups(index, slots[stale], q, keep)
-            slots = slots[~stale]
+        slots, extra_ids, extra = self._without_stale(index, slots, q, keep)
         args = st.probe_args()[:10]  # up to the codes and their scales
         rows, approx = _kernels().probe_coded(slots, *args, q, self._basis, budget, keep)
         docs = st.cell_docs(rows, lexical)
@@ -442,17 +437,23 @@ class Scorer:
         """The coded pass of :meth:`probe` by row, and the stale groups' best by id."""
         assert self._basis is not None
         st = self._state
-        stale = st.stale[slots]
-        extra_ids: list[str] = []
-        extra = np.empty(0, np.float32)
-        if stale.any():
-            extra_ids, extra = _exact_groups(index, slots[stale], q, k)
-            slots = slots[~stale]
+        slots, extra_ids, extra = self._without_stale(index, slots, q, k)
         args = st.probe_args()
         best, scores = _kernels().probe_top(
             slots, *args, q, self._basis, budget, keep, k, RERANK_SDS
         )
         return best, scores, extra_ids, extra
+
+    def _without_stale(
+        self, index: HierIndex, slots: np.ndarray, q: np.ndarray, k: int
+    ) -> tuple[np.ndarray, list[str], np.ndarray]:
+        """The slots whose codes are current, and the best ``k`` of the stale ones' cells,
+        scored exactly: ``(coded slots, their ids, their cosines)``."""
+        stale = self._state.stale[slots]
+        if not stale.any():
+            return slots, [], np.empty(0, np.float32)
+        extra_ids, extra = _exact_groups(index, slots[stale], q, k)
+        return slots[~stale], extra_ids, extra
 
     def exact(
         self, index: HierIndex, slots: Sequence[int] | np.ndarray | range, q: np.ndarray
