@@ -401,12 +401,21 @@ def probe_coded(
     m = lists.shape[0]
     base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
     if total > budget:
-        order = top_k(cos, m)
-        held = 0
-        need = 0
-        while need < m and held < max(budget, 1):
-            held += list_len[lists[order[need]]]
-            need += 1
+        # The best lists until they hold the budget: ranked only as far as lists of the
+        # mean length would need, with a quarter to spare (all of them when that falls
+        # short), since ordering fresh scores costs per entry ranked (810 lists: 33 us all
+        # of them, 21 us the best 500). The lists taken are the same either way.
+        want = min(m, int(budget * m / total * 1.25) + 8)
+        while True:
+            order = top_k(cos, want)
+            held = 0
+            need = 0
+            while need < want and held < max(budget, 1):
+                held += list_len[lists[order[need]]]
+                need += 1
+            if held >= budget or want == m:
+                break
+            want = m
         order = order[:need]
         lists, base = lists[order], base[order]
     qp = project(q, basis)
