@@ -36,7 +36,6 @@ __all__ = [
     "exact_at",
     "exact_prefix",
     "exact_rows",
-    "exact_top",
     "list_scores",
     "listed_code_top",
     "probe_coded",
@@ -136,24 +135,6 @@ def listed_code_top(
             at += 1
     best = top_k(approx, keep)
     return rows[best], approx[best]
-
-
-@njit(cache=True, nogil=True)
-def exact_top(
-    addresses: np.ndarray,
-    row_block: np.ndarray,
-    row_in_block: np.ndarray,
-    rows: np.ndarray,
-    q: np.ndarray,
-    k: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact cosines of the given arena rows from their blocks; the best ``k``, best first.
-
-    Returns ``(rows, scores)``; ties keep the order of ``rows``.
-    """
-    scores = exact_at(addresses, row_block, row_in_block, rows, q)
-    best = top_k(scores, k)
-    return rows[best], scores[best]
 
 
 @njit(cache=True, nogil=True)

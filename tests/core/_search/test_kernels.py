@@ -95,17 +95,18 @@ def _blocks(
 
 @SETTINGS
 @given(st.integers(1, 6), st.integers(0, 2**31), st.integers(0, 40))
-def test_exact_top_reads_the_blocks_by_address(n_blocks: int, seed: int, k: int) -> None:
+def test_the_exact_kernels_read_the_blocks_by_address(n_blocks: int, seed: int, k: int) -> None:
     rng = np.random.default_rng(seed)
     d = 7
     blocks, addresses, owner, row = _blocks(rng, n_blocks, 9, d)
     rows = rng.permutation(owner.shape[0])[: rng.integers(0, owner.shape[0] + 1)]
     q = rng.integers(-2, 3, d).astype(np.float32)
-    got_rows, got_scores = kernels.exact_top(addresses, owner, row, rows, q, k)
     exact = np.array([blocks[owner[r]][row[r]] @ q for r in rows], np.float32)
-    best = _ref_top(exact, k)
-    np.testing.assert_array_equal(got_rows, rows[best])
-    np.testing.assert_array_equal(got_scores, exact[best])
+    # Unbounded, the rerank scores every row, in the order given.
+    zeros, none = np.zeros(rows.shape[0], np.float32), np.empty(0, np.float32)
+    got = kernels.exact_prefix(addresses, owner, row, rows, zeros, zeros, none, q, k, 1, math.inf)
+    np.testing.assert_array_equal(got, exact)
+    np.testing.assert_array_equal(kernels.top_k(got, k), _ref_top(exact, k))
     # The same rows scored in the order given (duplicates and no rows included).
     again = np.concatenate([rows, rows[:2]])
     ref_at = np.array([blocks[owner[r]][row[r]] @ q for r in again], np.float32)
