@@ -158,25 +158,34 @@ def test_a_coded_probe_fuses_a_cells_words_as_they_are_after_its_text_is_rewritt
     assert after[0].lexical == pytest.approx(0.5)
 
 
+def _worded_store(queries: int, seed: int) -> tuple[np.ndarray, HierIndex, Catalog]:
+    """8,000 clustered cells past the scorer's size, every seventh with two animal words,
+    every 37th naming "Quagga" (under 5% of the cells: it boosts); ``vecs[:queries]`` are
+    left out of the store, as queries."""
+    from magnetic_core._store.record import CellRecord
+
+    n = 8000
+    vecs, _ = clustered_data(n + queries, 64, 40, spread=0.8, decay=1.5, seed=seed)
+    index = HierIndex(64, 256)
+    ids = [f"c{i}" for i in range(n)]
+    index.assign(ids, vecs[queries:], 0.6)
+    catalog = Catalog()
+    rng = np.random.default_rng(seed)
+    words = ["zebra", "stripes", "quagga", "savanna", "herd", "plain"]
+    for i, cid in enumerate(ids):
+        text = " ".join(rng.choice(words, 2)) if i % 7 == 0 else f"note {i}"
+        entity = ("Quagga",) if i % 37 == 0 else ()
+        catalog.put(cid, CellRecord(text, {}, entity, 0.0, 0.0))
+    return vecs, index, catalog
+
+
 def test_a_coded_probe_ranks_words_and_entities_as_the_numpy_fusion_does(monkeypatch) -> None:
     """The compiled fusion of a coded probe's pool (its BM25 from the same pass as the
     query's best matches) gives the hits, terms and order of the numpy fusion."""
     from magnetic_core._search import fusion
     from magnetic_core._search.scorer import Scorer
-    from magnetic_core._store.record import CellRecord
 
-    n = 8000
-    vecs, _ = clustered_data(n + 1, 64, 40, spread=0.8, decay=1.5, seed=6)
-    index = HierIndex(64, 256)
-    ids = [f"c{i}" for i in range(n)]
-    index.assign(ids, vecs[1:], 0.6)
-    catalog = Catalog()
-    rng = np.random.default_rng(6)
-    words = ["zebra", "stripes", "quagga", "savanna", "herd", "plain"]
-    for i, cid in enumerate(ids):
-        text = " ".join(rng.choice(words, 2)) if i % 7 == 0 else f"note {i}"
-        entity = ("Quagga",) if i % 37 == 0 else ()  # under 5% of the cells: boosts
-        catalog.put(cid, CellRecord(text, {}, entity, 0.0, 0.0))
+    vecs, index, catalog = _worded_store(queries=1, seed=6)
     plan = SearchPlan(
         vector=vecs[0],
         k=40,
@@ -211,20 +220,8 @@ def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_b
     of scoring every coded cell."""
     from magnetic_core._search import scorer as scorer_module
     from magnetic_core._search.scorer import Scorer
-    from magnetic_core._store.record import CellRecord
 
-    n = 8000
-    vecs, _ = clustered_data(n + 30, 64, 40, spread=0.8, decay=1.5, seed=7)
-    index = HierIndex(64, 256)
-    ids = [f"c{i}" for i in range(n)]
-    index.assign(ids, vecs[30:], 0.6)
-    catalog = Catalog()
-    rng = np.random.default_rng(7)
-    words = ["zebra", "stripes", "quagga", "savanna", "herd", "plain"]
-    for i, cid in enumerate(ids):
-        text = " ".join(rng.choice(words, 2)) if i % 7 == 0 else f"note {i}"
-        entity = ("Quagga",) if i % 37 == 0 else ()
-        catalog.put(cid, CellRecord(text, {}, entity, 0.0, 0.0))
+    vecs, index, catalog = _worded_store(queries=30, seed=7)
     read: list[int] = []
     score_prefix = Scorer.score_prefix
 
