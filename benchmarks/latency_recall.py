@@ -125,14 +125,15 @@ BUDGETS = (1000, 2000, 3000, 4000, 6000, 8000, 12000, 16000, 24000)
 
 def stage_times(memory: MagneticMemory, queries: np.ndarray) -> dict[str, float]:
     """Median ms of a default vector query's stages, run one by one on the engine's
-    internals: centroid scores (int8 codes of every centroid), group choice, the probed
-    sub-lists' coded scan with exact rerank, and the whole ``search`` call."""
+    internals: "centroids", the int8 codes of every centroid scored (for comparison: with
+    a centroid tree, searches read only some); "groups", the centroid stage as a search runs
+    it (scores and choice of groups, through the tree when the store has one); the probed
+    sub-lists' coded scan with exact rerank; and the whole ``search`` call."""
     from magnetic_core._search.exact import group_sizes
-    from magnetic_core._search.scorer import _kernels
     from magnetic_core._search.search import _budgets
 
     memory.search(vector=queries[0], k=K)  # brings the scorer up to date
-    index, scorer, kern = memory._index, memory._scorer, _kernels()
+    index, scorer = memory._index, memory._scorer
     if scorer is None or not scorer.usable:  # small stores are scored exactly, no stages
         return {}
     times: dict[str, list[float]] = {k: [] for k in ("centroids", "groups", "cells", "search")}
@@ -151,9 +152,9 @@ def stage_times(memory: MagneticMemory, queries: np.ndarray) -> dict[str, float]
         budget, group_cells = _budgets(index, plan, True)
         keep = max(plan.rerank, 4 * K)
         t0 = time.perf_counter()
-        sims = scorer.centroid_scores(q)
+        scorer.centroid_scores(q)
         t1 = time.perf_counter()
-        probe = np.sort(kern.probe_groups(sims, group_sizes(index), plan.n_probe, group_cells))
+        probe = np.sort(scorer.probe_slots(q, group_sizes(index), plan.n_probe, group_cells))
         t2 = time.perf_counter()
         scorer.probe(index, probe, q, budget, keep, K)
         t3 = time.perf_counter()

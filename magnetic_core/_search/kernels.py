@@ -43,6 +43,7 @@ __all__ = [
     "probe_top",
     "project",
     "top_k",
+    "tree_groups",
 ]
 
 # Reordering float additions lets LLVM vectorise the reductions; no 'nnan'/'ninf', so
@@ -317,11 +318,24 @@ def probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: i
     n = sims.shape[0]
     if n_probe >= n:
         return np.arange(n)
-    want = n_probe
-    if min_cells > 0:
-        mean = max(np.float64(sizes.sum()) / n, 1.0)
-        want = max(n_probe, int(np.ceil(2.0 * min_cells / mean)))
-    cand = top_k(sims, want)
+    want = _wanted(sizes, n_probe, min_cells)
+    return _enough(top_k(sims, want), sizes, n_probe, min_cells)
+
+
+@njit(cache=True, nogil=True)
+def _wanted(sizes: np.ndarray, n_probe: int, min_cells: int) -> int:
+    """Groups a probe ranks: ``n_probe``, or twice the budget's worth of groups of the
+    mean size when that is more."""
+    if min_cells <= 0:
+        return n_probe
+    mean = max(np.float64(sizes.sum()) / sizes.shape[0], 1.0)
+    return max(n_probe, int(np.ceil(2.0 * min_cells / mean)))
+
+
+@njit(cache=True, nogil=True)
+def _enough(cand: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int) -> np.ndarray:
+    """The first of the ranked slots ``cand`` until they hold ``min_cells`` cells (at
+    least ``n_probe`` of them)."""
     if min_cells <= 0:
         return cand[:n_probe]
     held = 0
@@ -330,6 +344,59 @@ def probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: i
         held += sizes[cand[need]]
         need += 1
     return cand[: max(n_probe, need)]
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def tree_groups(
+    tree_code: np.ndarray,
+    tree_scale: np.ndarray,
+    tree_start: np.ndarray,
+    members: np.ndarray,
+    rows: np.ndarray,
+    row_scale: np.ndarray,
+    q: np.ndarray,
+    sizes: np.ndarray,
+    n_probe: int,
+    min_cells: int,
+    spread: int,
+) -> np.ndarray:
+    """:func:`probe_groups` through a tree of centroids
+    (:mod:`magnetic_core._search.centroid_tree`): the clusters are ranked by their means'
+    codes, the best ones holding ``spread`` times the groups wanted are read, and the
+    slots are chosen among their centroids as :func:`probe_groups` chooses among all.
+    ``members``: the slots, cluster by cluster (cluster ``c`` from ``tree_start[c]``);
+    ``rows``, ``row_scale``: their centroid codes in that order. When the clusters to read
+    would hold half the centroids or more, every centroid is scored (ties then go to the
+    slot listed first)."""
+    n = members.shape[0]
+    if n_probe >= n:
+        return np.arange(n)
+    want = _wanted(sizes, n_probe, min_cells)
+    reach = spread * want
+    if 2 * reach >= n:
+        sims = code_scores(rows, row_scale, q)
+        return _enough(members[top_k(sims, want)], sizes, n_probe, min_cells)
+    clusters = top_k(code_scores(tree_code, tree_scale, q), tree_scale.shape[0])
+    held = 0
+    taken = 0
+    while taken < clusters.shape[0] and held < reach:
+        c = clusters[taken]
+        held += tree_start[c + 1] - tree_start[c]
+        taken += 1
+    cand = np.empty(held, np.int64)
+    sims = np.empty(held, np.float32)
+    d = q.shape[0]
+    at = 0
+    for t in range(taken):
+        c = clusters[t]
+        for u in range(tree_start[c], tree_start[c + 1]):
+            acc = np.float32(0.0)
+            for j in range(d):
+                acc += np.float32(rows[u, j]) * q[j]
+            cand[at] = members[u]
+            sims[at] = acc * row_scale[u]
+            at += 1
+    return _enough(cand[top_k(sims, want)], sizes, n_probe, min_cells)
 
 
 @njit(cache=True, nogil=True)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from magnetic_core._search.centroid_tree import SPREAD, kept_tree
 from magnetic_core._search.scorer_state import Coded, ScorerState, restore
 from magnetic_core._search.sublists import (
     SubLists,
@@ -213,6 +214,7 @@ class Scorer:
             coded = Coded(means, lens, rows_of.code[rows], rows_of.scale[rows], rows_of.row[rows])
             new.append(s, key[0], coded)
         new.centroid_code, new.centroid_scale = old.centroid_code, old.centroid_scale
+        new.tree = old.tree
         return new
 
     def _register(self, st: ScorerState, slot: int, group: Group, lst: SubLists) -> None:
@@ -225,6 +227,7 @@ class Scorer:
         st.append(slot, group, Coded(lst.means, lst.lengths, code, scale, lst.order))
 
     def _code_centroids(self, index: HierIndex, slots: range | list[int]) -> None:
+        """Code the centroids of ``slots`` (and keep the centroid tree in step)."""
         st = self._state
         g = len(index.slot_groups)
         if st.centroid_scale.shape[0] != g:
@@ -234,9 +237,12 @@ class Scorer:
             code[:keep] = st.centroid_code[:keep]
             scale[:keep] = st.centroid_scale[:keep]
             st.centroid_code, st.centroid_scale = code, scale
-        if len(slots):
-            at = np.asarray(slots, np.int64)
+        at = np.asarray(slots, np.int64)
+        if at.shape[0]:
             st.centroid_code[at], st.centroid_scale[at] = quantize(index.centroids[at])
+        if at.shape[0] or st.tree is None or st.tree.owner.shape[0] != g:
+            cents, codes, scales = index.centroids, st.centroid_code, st.centroid_scale
+            st.tree = kept_tree(st.tree, cents, codes, scales, at)
 
     # -- persisting ----------------------------------------------------------------------
     def export_arrays(self) -> dict[str, np.ndarray]:
@@ -293,6 +299,23 @@ class Scorer:
         """Approximate cosine of ``q`` with every centroid, by slot (int8 codes)."""
         st = self._state
         return _kernels().code_scores(st.centroid_code, st.centroid_scale, q)
+
+    def probe_slots(
+        self, q: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int
+    ) -> np.ndarray:
+        """The slots a query probes, most similar first (see
+        :func:`~magnetic_core._search.kernels.probe_groups`): every centroid code scored,
+        or, in stores with a centroid tree, those of the clusters nearest ``q``
+        (:mod:`magnetic_core._search.centroid_tree`)."""
+        st = self._state
+        tree, kern = st.tree, _kernels()
+        if tree is None or tree.owner.shape[0] != st.centroid_scale.shape[0]:
+            sims = kern.code_scores(st.centroid_code, st.centroid_scale, q)
+            return kern.probe_groups(sims, sizes, n_probe, min_cells)
+        return kern.tree_groups(
+            tree.code, tree.scale, tree.start, tree.members, tree.rows, tree.row_scale, q,
+            sizes, n_probe, min_cells, SPREAD,
+        )  # fmt: skip
 
     def probe(
         self, index: HierIndex, slots: np.ndarray, q: np.ndarray, budget: int, keep: int, k: int

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from magnetic_core._search.centroid_tree import CentroidTree
 from magnetic_core._search.sublists import quantize, ranges
 
 if TYPE_CHECKING:
@@ -100,6 +101,8 @@ class ScorerState:
         self.stale = np.empty(0, bool)
         self.centroid_code = np.empty((0, dim), np.int8)
         self.centroid_scale = np.empty(0, np.float32)
+        # Clusters of the centroids, in stores of many groups (replaced whole when changed).
+        self.tree: CentroidTree | None = None
         self._probe_args: tuple[np.ndarray, ...] | None = None
 
     def probe_args(self) -> tuple[np.ndarray, ...]:

@@ -1,8 +1,10 @@
 """Search through the concept layer: centroids, probed cells, entities, words, then fallback.
 
 1. Centroid stage: cosine of the query with every centroid (in large stores, one compiled
-   scan of their int8 codes); the top ``n_probe`` groups, and more until they hold
-   ``min_cells`` cells (a work budget independent of group sizes).
+   scan of their int8 codes; past ``centroid_tree.TREE_FROM`` groups, only the centroids
+   of the clusters of centroids nearest the query, :mod:`magnetic_core._search.centroid_tree`);
+   the top ``n_probe`` groups, and more until they hold ``min_cells`` cells (a work budget
+   independent of group sizes).
 2. Cell stage: the probed groups' cells. Small probes are scored exactly. In large stores,
    unfiltered probes go through the scorer (:mod:`magnetic_core._search.scorer`): the probed
    groups' tight sub-lists are ranked by their means, the cells of the best ones
@@ -123,8 +125,11 @@ def run_search(
     q = plan.vector
     scorer, usable = _ready(index, plan, scorer)
     budget, group_cells = _budgets(index, plan, usable)
-    sims = scorer.centroid_scores(q) if scorer is not None else matvec(index.centroids, q)
-    probe = _kernels().probe_groups(sims, group_sizes(index), plan.n_probe, group_cells)
+    if scorer is not None:
+        probe = scorer.probe_slots(q, group_sizes(index), plan.n_probe, group_cells)
+    else:
+        sims = matvec(index.centroids, q)
+        probe = _kernels().probe_groups(sims, group_sizes(index), plan.n_probe, group_cells)
     stages = Stages.of(index, catalog, plan, probe, scorer)
     keep = max(plan.rerank, 4 * plan.k)
     if (

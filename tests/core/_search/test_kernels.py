@@ -251,6 +251,89 @@ def test_probe_groups_takes_the_best_until_the_budget_is_held(sims, seed, n_prob
     np.testing.assert_array_equal(got, _ref_probe_groups(sims, sizes, n_probe, min_cells))
 
 
+def _ref_enough(cand: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int):
+    if min_cells <= 0:
+        return cand[:n_probe]
+    need = int(np.searchsorted(np.cumsum(sizes[cand]), min_cells)) + 1
+    return cand[: max(n_probe, need)]
+
+
+def _ref_tree_groups(tree, q, sizes, n_probe, min_cells, spread):
+    """The centroid stage through a tree of centroids, in numpy."""
+    t_code, t_scale, start, members, rows, row_scale = tree
+    n = members.shape[0]
+    if n_probe >= n:
+        return np.arange(n)
+    want = n_probe
+    if min_cells > 0:
+        want = max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
+    if 2 * spread * want >= n:
+        sims = (rows.astype(np.float64) @ q) * row_scale
+        return _ref_enough(members[_ref_top(sims, want)], sizes, n_probe, min_cells)
+    order = _ref_top((t_code.astype(np.float64) @ q) * t_scale, t_scale.shape[0])
+    counts = np.diff(start)[order]
+    taken = int(np.searchsorted(np.cumsum(counts), spread * want)) + 1
+    at = np.concatenate([np.arange(start[c], start[c + 1]) for c in order[:taken]])
+    sims = (rows[at].astype(np.float64) @ q) * row_scale[at]
+    return _ref_enough(members[at][_ref_top(sims, want)], sizes, n_probe, min_cells)
+
+
+def _tree(rng: np.random.Generator, n: int, d: int):
+    """Random clusters of ``n`` slots, with integer codes and power-of-two scales."""
+    c = int(rng.integers(1, 12))
+    owner = rng.integers(0, c, n)
+    members = np.argsort(owner, kind="stable").astype(np.int64)
+    start = np.zeros(c + 1, np.int64)
+    np.cumsum(np.bincount(owner, minlength=c), out=start[1:])
+    t_code, t_scale = _codes(rng, c, d)
+    rows, row_scale = _codes(rng, n, d)
+    return t_code, t_scale, start, members, rows, row_scale
+
+
+@SETTINGS
+@given(
+    st.integers(1, 300),
+    st.integers(0, 2**31),
+    st.integers(1, 40),
+    st.integers(0, 600),
+    st.sampled_from([1, 2, 4]),
+)
+def test_tree_groups_chooses_among_the_nearest_clusters_centroids(
+    n: int, seed: int, n_probe: int, min_cells: int, spread: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    d = 8
+    tree = _tree(rng, n, d)
+    q = rng.integers(-3, 4, d).astype(np.float32)
+    sizes = rng.integers(1, 40, n).astype(np.int64)
+    got = kernels.tree_groups(*tree, q, sizes, n_probe, min_cells, spread)
+    want = _ref_tree_groups(tree, q, sizes, n_probe, min_cells, spread)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tree_groups_finds_the_full_scans_groups_when_clusters_hold_them() -> None:
+    # Four well separated families of centroids, one cluster each: a query near one
+    # family reads that cluster first and chooses what scoring every centroid chooses.
+    rng = np.random.default_rng(5)
+    d, per = 16, 200
+    axes = np.eye(d, dtype=np.float32)[:4] * 100
+    cents = np.concatenate([a + rng.integers(-20, 21, (per, d)) for a in axes])
+    codes = np.clip(cents, -127, 127).astype(np.int8)
+    scales = np.ones(cents.shape[0], np.float32)
+    start = np.arange(0, 4 * per + 1, per).astype(np.int64)
+    members = np.arange(4 * per, dtype=np.int64)  # family by family
+    means = np.clip(axes, -127, 127).astype(np.int8)
+    tree = (means, np.ones(4, np.float32), start, members, codes, scales)
+    sizes = np.full(cents.shape[0], 10, np.int64)
+    for fam in range(4):
+        q = (axes[fam] / 100 + rng.normal(0, 0.05, d)).astype(np.float32)
+        got = kernels.tree_groups(*tree, q, sizes, 20, 150, 2)
+        sims = kernels.code_scores(codes, scales, q)
+        full = kernels.probe_groups(sims, sizes, 20, 150)
+        assert set((got // per).tolist()) == {fam}
+        np.testing.assert_array_equal(got, full)
+
+
 def _arena(rng: np.random.Generator, n_blocks: int, d: int, r: int):
     """Blocks of integer vectors split into lists, with integer means and codes (exact sums)."""
     blocks, means, lens, firsts, ends = [], [], [], [], []

@@ -1,0 +1,147 @@
+"""The tree over the centroids of large stores: fitting, keeping it in step, and its use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from magnetic_core._index.index import HierIndex
+from magnetic_core._search import centroid_tree
+from magnetic_core._search import scorer as scorer_module
+from magnetic_core._search.centroid_tree import CentroidTree, kept_tree
+from magnetic_core._search.scorer import Scorer
+from magnetic_core._search.search import SearchPlan, run_search
+from magnetic_core._search.sublists import quantize
+from magnetic_core._store.catalog import Catalog
+from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
+
+
+def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _check(tree: CentroidTree, g: int, cents: np.ndarray | None = None) -> None:
+    """Every slot in exactly one cluster, listed in its cluster's range; the rows are the
+    members' centroid codes."""
+    assert tree.owner.shape == (g,)
+    np.testing.assert_array_equal(tree.at[tree.members], np.arange(g))
+    if cents is not None:
+        codes, scales = quantize(cents)
+        np.testing.assert_array_equal(tree.rows, codes[tree.members])
+        np.testing.assert_array_equal(tree.row_scale, scales[tree.members])
+    assert sorted(tree.members.tolist()) == list(range(g))
+    for c in range(tree.means.shape[0]):
+        in_c = tree.members[tree.start[c] : tree.start[c + 1]]
+        assert (tree.owner[in_c] == c).all()
+        assert (np.diff(in_c) > 0).all()  # slot order within a cluster
+
+
+def test_fit_partitions_the_slots_and_is_deterministic() -> None:
+    cents = _unit(np.random.default_rng(0), 500, 24)
+    tree = CentroidTree.fit(cents, *quantize(cents))
+    _check(tree, 500, cents)
+    assert tree.means.shape[0] == 45  # two clusters per square root of the groups
+    again = CentroidTree.fit(cents, *quantize(cents))
+    np.testing.assert_array_equal(tree.owner, again.owner)
+    # A centroid sits in the cluster whose mean is nearest (k-means ends on an assignment).
+    held = tree.start[1:] > tree.start[:-1]
+    nearest = np.argmax(cents @ tree.means[held].T, axis=1)
+    np.testing.assert_array_equal(tree.owner, np.flatnonzero(held)[nearest])
+
+
+def test_moved_and_new_slots_go_to_their_nearest_cluster() -> None:
+    rng = np.random.default_rng(1)
+    cents = _unit(rng, 400, 16)
+    tree = CentroidTree.fit(cents, *quantize(cents))
+    none = np.array([], np.int64)
+    assert tree.moved(cents, *quantize(cents), none) is tree  # nothing moved: same tree
+    nudged = cents.copy()
+    nudged[5] = nudged[5] * 0.999 + 0.001 * nudged[6]
+    nudged[5] /= np.linalg.norm(nudged[5])
+    same = tree.moved(nudged, *quantize(nudged), np.array([5]))  # its cluster kept: in place
+    assert same is tree
+    _check(same, 400, nudged)
+    grown = np.concatenate([nudged, _unit(rng, 30, 16)])
+    grown[[3, 77]] = -grown[[3, 77]]  # two groups changed a lot
+    after = tree.moved(grown, *quantize(grown), np.array([3, 77]))
+    _check(after, 430, grown)
+    expect = np.argmax(grown[[3, 77, *range(400, 430)]] @ tree.means.T, axis=1)
+    np.testing.assert_array_equal(after.owner[[3, 77, *range(400, 430)]], expect)
+    untouched = np.setdiff1d(np.arange(400), [3, 77])
+    np.testing.assert_array_equal(after.owner[untouched], tree.owner[untouched])
+    shrunk = after.moved(grown[:380], *quantize(grown[:380]), none)  # the last slots removed
+    _check(shrunk, 380, grown[:380])
+
+
+def test_kept_tree_exists_only_for_many_groups_and_refits_on_growth(monkeypatch) -> None:
+    monkeypatch.setattr(centroid_tree, "TREE_FROM", 100)
+    rng = np.random.default_rng(2)
+    cents = _unit(rng, 200, 16)
+    none = np.array([], np.int64)
+
+    def kept(tree: CentroidTree | None, g: int, slots: np.ndarray) -> CentroidTree | None:
+        return kept_tree(tree, cents[:g], *quantize(cents[:g]), slots)
+
+    assert kept(None, 99, np.arange(99)) is None
+    tree = kept(None, 120, np.arange(120))
+    assert tree is not None and tree.fitted == 120
+    same = kept(tree, 170, none)  # under 1.5x: re-filed
+    assert same is not None and same.fitted == 120 and same.means is tree.means
+    _check(same, 170, cents[:170])
+    refit = kept(same, 180, none)  # 1.5x: fitted again
+    assert refit is not None and refit.fitted == 180
+    assert kept(refit, 90, np.arange(90)) is None
+
+
+N = 8000
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[np.ndarray, np.ndarray]:
+    vecs, _ = clustered_data(N + 50, 64, 160, spread=0.8, decay=1.5, seed=4)
+    return vecs[50:], vecs[:50]
+
+
+def _plan(q: np.ndarray) -> SearchPlan:
+    return SearchPlan(
+        vector=q, k=10, n_probe=4, entities=(), entity_boost=0.0, predicate=None,
+        sketch_rank=16, rerank=64, min_cells=300, list_size=32,
+    )  # fmt: skip
+
+
+def test_a_store_searched_through_its_tree_keeps_recall_across_writes(data, monkeypatch) -> None:
+    monkeypatch.setattr(centroid_tree, "TREE_FROM", 64)
+    monkeypatch.setattr(scorer_module, "SPREAD", 2)  # few clusters read: a real choice
+    base, queries = data
+    index = HierIndex(64, 32)  # small groups: hundreds of them
+    index.assign([f"c{i}" for i in range(6000)], base[:6000], 0.6)
+    scorer = Scorer(16, 32)
+
+    def recall(live: np.ndarray) -> tuple[float, float]:
+        """Recall@10 through the tree, and scoring every centroid instead."""
+        _, sims = exact_knn(base[live], queries, 10)
+        found = [[c.score for c in run_search(index, Catalog(), _plan(q), scorer)] for q in queries]
+        tree, scorer._state.tree = scorer._state.tree, None
+        every = [[c.score for c in run_search(index, Catalog(), _plan(q), scorer)] for q in queries]
+        scorer._state.tree = tree
+        return recall_at_k_tie_aware(found, sims, 10), recall_at_k_tie_aware(every, sims, 10)
+
+    through, every = recall(np.arange(6000))
+    groups = len(index.slot_groups)
+    assert scorer._state.tree is not None and groups >= 64
+    # The probe reads less than half the centroids (else it scores them all) ...
+    wanted = 2 * 2 * 300 / (6000 / groups)
+    assert scorer_module.SPREAD * wanted * 2 < groups
+    # ... and finds nearly what scoring all of them finds.
+    assert through >= every - 0.05 and through >= 0.9
+    index.assign([f"c{i}" for i in range(6000, N)], base[6000:], 0.6)  # new groups
+    for i in range(600):  # some groups emptied: slots move
+        index.remove(f"c{i}")
+    after = [[c.id for c in run_search(index, Catalog(), _plan(q), scorer)] for q in queries]
+    tree = scorer._state.tree
+    assert tree is not None
+    _check(tree, len(index.slot_groups), index.centroids)
+    assert not any(int(c[1:]) < 600 for hits in after for c in hits)
+    through, every = recall(np.arange(600, N))
+    assert through >= every - 0.05 and through >= 0.9
