@@ -46,14 +46,11 @@ class Pool:
         # (``extend_docs(bm25=)``); None once rows join without it.
         self.bm25: np.ndarray | None = None
         self._have: set[str] | None = None
-        # Rows whose ``scores`` are still approximate cosines (a text query's coded probe
-        # and the coded cells its other stages joined, scored once every stage has
-        # joined: :func:`~magnetic_core._search.fusion.settle`): their positions in the
-        # pool (ascending) and their arena rows in the scorer; None when every score is
-        # exact. ``qp``: the query on the scorer's code basis, to score joining cells alike.
+        # The scorer's arena rows of the first rows, whose ``scores`` are still their
+        # approximate cosines (a text query's coded probe, scored once the other stages
+        # have joined: :func:`~magnetic_core._search.fusion.settle`); None when every
+        # score is exact.
         self.pending: np.ndarray | None = None
-        self.pending_at: np.ndarray | None = None
-        self.qp: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -104,20 +101,12 @@ class Pool:
                 self._docs = np.concatenate([self._docs, self._lexical.numbers(new)])
             self.scores = np.concatenate([self.scores, index.vectors(new) @ q])
 
-    def await_exact(self, rows: np.ndarray, qp: np.ndarray) -> None:
-        """Mark the first ``len(rows)`` rows pending: their scores are the approximate
-        cosines of the scorer's arena ``rows``; ``qp``: the query on its code basis."""
-        self.pending, self.pending_at = rows, np.arange(rows.shape[0])
-        self.qp = qp
-
     def settled(self, at: np.ndarray, scores: np.ndarray) -> None:
-        """The pending rows scored: the rows at positions ``at`` (pending ones) take their
-        exact ``scores``; the other pending rows leave the pool."""
-        assert self.pending is not None and self.pending_at is not None
-        others = np.ones(len(self), bool)
-        others[self.pending_at] = False
-        others[at] = True
-        keep = np.flatnonzero(others)
+        """The pending rows scored: the rows ``at`` (positions among the pending ones)
+        take their exact ``scores``; the other pending rows leave the pool."""
+        assert self.pending is not None
+        m = self.pending.shape[0]
+        keep = np.concatenate([np.sort(at), np.arange(m, len(self))])
         self.scores[at] = scores
         self.scores = self.scores[keep]
         if self._docs is not None:
@@ -127,18 +116,7 @@ class Pool:
             self._have = None
         if self.bm25 is not None:
             self.bm25 = self.bm25[keep]
-        self.pending = self.pending_at = self.qp = None
-
-    def add_pending_docs(
-        self, docs: np.ndarray, approx: np.ndarray, rows: np.ndarray, bm25: np.ndarray | None
-    ) -> None:
-        """:meth:`add_docs` for coded cells with approximate cosines (``rows``: their arena
-        rows), pending beside the probe's own."""
-        assert self.pending is not None and self.pending_at is not None
-        first = len(self)
-        self.add_docs(docs, approx, bm25)
-        self.pending = np.concatenate([self.pending, rows])
-        self.pending_at = np.concatenate([self.pending_at, first + np.arange(docs.shape[0])])
+        self.pending = None
 
     def add_docs(
         self, docs: np.ndarray, scores: np.ndarray, bm25: np.ndarray | None = None

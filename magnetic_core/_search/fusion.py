@@ -137,35 +137,33 @@ def fuse(
 
 
 def settle(pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan, scorer: Scorer) -> None:
-    """Score the pool's pending rows (a text query's coded probe, and the coded cells its
-    entity and lexical stages joined) that can still reach the best ``k``: each row's
-    entity and lexical terms are known by now, so the rows are read best first by
-    approximate cosine plus those terms, until the rest are out of reach of the ranking
-    scores seen (``scorer.RERANK_SDS``). The rows not read leave the pool.
+    """Score the pool's pending rows (a text query's coded probe) that can still reach the
+    best ``k``: each row's entity and lexical terms are known by now, so the rows are read
+    best first by approximate cosine plus those terms, until the rest are out of reach of
+    the ranking scores seen (``scorer.RERANK_SDS``). The rows not read leave the pool.
 
     Pools that threads lift or exclusions thin are never pending (their ranking is not
     the sum of these terms alone).
     """
-    rows, at = pool.pending, pool.pending_at
-    if rows is None or at is None:
+    rows = pool.pending
+    if rows is None:
         return
     from magnetic_core._search.scorer import _kernels  # numba: loaded by the probe
 
+    m = rows.shape[0]
     terms = _terms(pool, 0, stages, catalog, plan)
     bonus = np.zeros(len(pool), np.float32)
     if terms.boost is not None:
         bonus += terms.boost
     if terms.lexical is not None:
         bonus += terms.lexical
-    approx, bonus_at = pool.scores[at], bonus[at]
-    order = _kernels().top_k(approx + bonus_at, at.shape[0])
-    exact_rows = np.ones(len(pool), bool)
-    exact_rows[at] = False
-    others = terms.rank[exact_rows]
+    approx = pool.scores[:m]
+    order = _kernels().top_k(approx + bonus[:m], m)
+    others = terms.rank[m:]
     exact = scorer.score_prefix(
-        rows[order], approx[order], bonus_at[order], others, plan.vector, plan.k
+        rows[order], approx[order], bonus[:m][order], others, plan.vector, plan.k
     )
-    pool.settled(at[order[: exact.shape[0]]], exact)
+    pool.settled(order[: exact.shape[0]], exact)
 
 
 def _terms(

@@ -5,10 +5,8 @@ A text query naming a recurring entity boosts every cell holding it, often thous
 numpy, that was a dozen array operations (the entities' numbers merged by ``np.unique``, a
 mask of the probed slots, the pool's numbers sorted and searched, the rows' cosines, the
 concatenations), about 0.2 ms of a text query at 100K cells under load. Here it is two
-passes over the numbers. The best BM25 matches join the same way. A pool whose coded cells
-wait for their exact scores (a text query's coded probe) takes the joining cells by code
-score too (:func:`join_coded`), so only those that can reach the best ``k`` are read from
-their blocks. Tested against numpy in ``tests/core/_search/test_kernels.py``.
+passes over the numbers. The best BM25 matches join the same way. Tested against numpy
+in ``tests/core/_search/test_kernels.py``.
 """
 
 from __future__ import annotations
@@ -16,10 +14,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from magnetic_core._search.kernels import _FAST
 from magnetic_core._search.pointers import dot_at, prefetch_row
 
-__all__ = ["join_coded", "join_rows", "merge_unique"]
+__all__ = ["join_rows", "merge_unique"]
 
 # Rows asked for ahead of the one scored (as the exact rerank does).
 _AHEAD = 16
@@ -54,78 +51,6 @@ def merge_unique(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _joining(
-    docs: np.ndarray,
-    rows: np.ndarray,
-    row_block: np.ndarray,
-    block_slot: np.ndarray,
-    probed: np.ndarray,
-    have: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(joined, loose)`` of :func:`join_rows`: which of ``docs`` join, which lack a row."""
-    n = docs.shape[0]
-    pooled = np.sort(have)
-    joined = np.empty(n, np.int64)
-    loose = np.empty(n, np.int64)
-    m = u = 0
-    for i in range(n):
-        d = docs[i]
-        at = np.searchsorted(pooled, d)
-        if at < pooled.shape[0] and pooled[at] == d:
-            continue
-        r = rows[i]
-        if r < 0:
-            loose[u] = i
-            u += 1
-        elif probed[block_slot[row_block[r]]]:
-            joined[m] = i
-            m += 1
-    return joined[:m], loose[:u]
-
-
-@njit(cache=True, nogil=True, fastmath=_FAST)
-def join_coded(
-    docs: np.ndarray,
-    rows: np.ndarray,
-    row_block: np.ndarray,
-    block_slot: np.ndarray,
-    probed: np.ndarray,
-    have: np.ndarray,
-    row_list: np.ndarray,
-    list_code: np.ndarray,
-    list_scale: np.ndarray,
-    codes: np.ndarray,
-    scales: np.ndarray,
-    q: np.ndarray,
-    qp: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`join_rows` with approximate cosines: each joining cell scored by code as the
-    probe scores its cells (its sub-list mean's code with ``q``, plus its own code with
-    ``qp``, the query's projection on the code basis). A pool whose coded cells still wait
-    for their exact scores takes these the same way (only those that can reach the best
-    ``k`` are read from their blocks: :func:`~magnetic_core._search.fusion.settle`).
-
-    ``row_list``: each arena row's sub-list; ``list_code``, ``list_scale``: the sub-list
-    means' codes; ``codes``, ``scales``: the rows' codes.
-    """
-    joined, loose = _joining(docs, rows, row_block, block_slot, probed, have)
-    m = joined.shape[0]
-    approx = np.empty(m, np.float32)
-    d, r_dim = q.shape[0], qp.shape[0]
-    for t in range(m):
-        r = rows[joined[t]]
-        j = row_list[r]
-        base = np.float32(0.0)
-        for c in range(d):
-            base += np.float32(list_code[j, c]) * q[c]
-        acc = np.float32(0.0)
-        for c in range(r_dim):
-            acc += np.float32(codes[r, c]) * qp[c]
-        approx[t] = base * list_scale[j] + acc * scales[r]
-    return joined, approx, loose
-
-
-@njit(cache=True, nogil=True)
 def join_rows(
     docs: np.ndarray,
     rows: np.ndarray,
@@ -154,8 +79,23 @@ def join_rows(
         order, their exact cosines, and the indices of the documents without a row that the
         pool does not hold (their slot is found by id).
     """
-    joined, loose = _joining(docs, rows, row_block, block_slot, probed, have)
-    m = joined.shape[0]
+    n = docs.shape[0]
+    pooled = np.sort(have)
+    joined = np.empty(n, np.int64)
+    loose = np.empty(n, np.int64)
+    m = u = 0
+    for i in range(n):
+        d = docs[i]
+        at = np.searchsorted(pooled, d)
+        if at < pooled.shape[0] and pooled[at] == d:
+            continue
+        r = rows[i]
+        if r < 0:
+            loose[u] = i
+            u += 1
+        elif probed[block_slot[row_block[r]]]:
+            joined[m] = i
+            m += 1
     scores = np.empty(m, np.float32)
     stride = q.shape[0] * 4
     for t in range(min(_AHEAD, m)):
@@ -167,4 +107,4 @@ def join_rows(
             prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
         r = rows[joined[t]]
         scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
-    return joined, scores, loose
+    return joined[:m], scores, loose[:u]

@@ -441,11 +441,10 @@ def probe_coded(
     basis: np.ndarray,
     budget: int,
     keep: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """The coded half of a probe: the slots' sub-lists ranked by the cosine of their mean
     (from its int8 code), the best ones holding ``budget`` cells scored by code; returns
-    the best ``keep`` ``(arena rows, approximate cosines)``, best first, and the query's
-    projection on the code basis (with which other coded cells are scored alike)."""
+    the best ``keep`` ``(arena rows, approximate cosines)``, best first."""
     lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
     m = lists.shape[0]
     base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
@@ -468,8 +467,7 @@ def probe_coded(
         order = order[:need]
         lists, base = lists[order], base[order]
     qp = project(q, basis)
-    rows, approx = listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
-    return rows, approx, qp
+    return listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
 
 
 @njit(cache=True, nogil=True)
@@ -498,7 +496,7 @@ def probe_top(
     """The scorer's whole probe in one call: :func:`probe_coded`, then the best ``keep``
     scored exactly (or the part of them :func:`exact_prefix` reads with ``sds`` finite);
     returns the best ``k`` ``(arena rows, exact scores)``, best first."""
-    picked, approx, _ = probe_coded(
+    picked, approx = probe_coded(
         slots, slot_block, block_first, block_end, list_code, list_scale, list_inv,
         list_start, list_len, codes, scales, q, basis, budget, keep,
     )  # fmt: skip

@@ -368,23 +368,22 @@ class Scorer:
         budget: int,
         keep: int,
         lexical: LexicalIndex,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`probe_docs` without its exact rerank: the best ``keep`` coded cells with
         their approximate cosines, best first, then the stale groups' best ``keep`` scored
-        exactly. Returns ``(docs, scores, rows, qp)``: the first ``len(rows)`` entries are
-        the coded cells (``rows``: their arena rows), to be scored by :meth:`score_prefix`
-        once the other stages have said what each can gain; ``qp``: the query on the code
-        basis (for :meth:`join_coded`)."""
+        exactly. Returns ``(docs, scores, rows)``: the first ``len(rows)`` entries are the
+        coded cells (``rows``: their arena rows), to be scored by :meth:`score_prefix`
+        once the other stages have said what each can gain."""
         assert self._basis is not None
         st = self._state
         slots, extra_ids, extra = self._without_stale(index, slots, q, keep)
         args = st.probe_args()[:10]  # up to the codes and their scales
-        rows, approx, qp = _kernels().probe_coded(slots, *args, q, self._basis, budget, keep)
+        rows, approx = _kernels().probe_coded(slots, *args, q, self._basis, budget, keep)
         docs = st.cell_docs(rows, lexical)
         if extra_ids:
             docs = np.concatenate([docs, lexical.numbers(extra_ids)])
             approx = np.concatenate([approx, extra])
-        return docs, approx, rows, qp
+        return docs, approx, rows
 
     def score_prefix(
         self,
@@ -447,38 +446,6 @@ class Scorer:
             blocks["address"],
             cols["row"],
             q,
-        )
-
-    def join_coded(
-        self,
-        docs: np.ndarray,
-        rows: np.ndarray,
-        probed: np.ndarray,
-        have: np.ndarray,
-        q: np.ndarray,
-        qp: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`join_rows` with the joining cells' approximate cosines (their codes, as
-        the probe scores its cells; ``qp`` from :meth:`probe_pending`; see
-        :func:`~magnetic_core._search.join_kernel.join_coded`)."""
-        from magnetic_core._search.join_kernel import join_coded  # numba: loaded by the probe
-
-        cols = self._state.rows.cols
-        lists = self._state.lists.cols
-        return join_coded(
-            docs,
-            rows,
-            cols["block"],
-            self._state.blocks.cols["slot"],
-            probed,
-            have,
-            cols["list"],
-            lists["code"],
-            lists["scale"],
-            cols["code"],
-            cols["scale"],
-            q,
-            qp,
         )
 
     def row_cosines(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -60,9 +60,9 @@ class ScorerState:
 
     Blocks: one per group version coded (its group, its block kept alive, its lists);
     lists: per sub-list mean (float, and its int8 code and scale, which searches read),
-    1 / |mean|, first row and length; rows: per cell its code, scale, block and row in
-    that block, and its sub-list. ``slot_block[s]`` is the block describing the group in
-    slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
+    1 / |mean|, first row and length; rows: per cell its code,
+    scale, block and row in that block. ``slot_block[s]`` is the block describing the group
+    in slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
     """
 
     def __init__(self, dim: int, rank: int) -> None:
@@ -88,7 +88,6 @@ class ScorerState:
             scale=((), np.float32),
             block=((), np.int32),
             row=((), np.int32),
-            list=((), np.int32),  # the row's sub-list (a joined cell's code score needs it)
             doc=((), np.int64),  # the cell's BM25 document number, -1 until a search asks
         )
         # The BM25 numbering ``rows.doc`` holds numbers of (``LexicalIndex.numbering``).
@@ -280,13 +279,11 @@ class ScorerState:
             cells = np.add.reduceat(lens, np.cumsum(list_counts) - list_counts)
         else:  # groups without sub-lists own no rows
             cells = np.zeros(len(handles), np.int64)
-        list0 = self.lists.n
         row0 = self.rows.append(
             code=coded.code,
             scale=coded.scale,
             block=np.repeat(handles, cells).astype(np.int32),
             row=coded.rows,
-            list=np.repeat(np.arange(list0, list0 + lens.shape[0], dtype=np.int32), lens),
             doc=np.full(coded.rows.shape[0], -1, np.int64),
         )
         means = coded.means

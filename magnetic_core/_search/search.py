@@ -251,10 +251,9 @@ def _coded(
         # The other stages join the pool by BM25 document number (array operations); the
         # coded cells are scored once their terms are known (fusion.settle).
         lexical = catalog.lexical
-        pending = scorer.probe_pending(index, stages.slots, q, budget, keep, lexical)
-        docs, scores, coded, qp = pending
+        docs, scores, coded = scorer.probe_pending(index, stages.slots, q, budget, keep, lexical)
         pool = Pool(None, scores, docs, lexical)
-        pool.await_exact(coded, qp)
+        pool.pending = coded
     else:
         lexical = catalog.lexical
         docs, scores = scorer.probe_docs(index, stages.slots, q, budget, keep, lexical)
@@ -288,19 +287,10 @@ def _join_docs(
     """Add the cells of ``docs`` (distinct numbers) in ``probed`` slots that a pool named
     by document number lacks, with their exact cosines: found and scored from the
     scorer's rows in one compiled pass (an entity can boost thousands of cells), by id
-    only for the cells of groups changed since coded. A pool whose coded cells wait for
-    their exact scores takes the coded ones by code score, waiting alike
-    (:func:`~magnetic_core._search.fusion.settle` reads only those that can reach the
-    best ``k``). ``bm25``: the BM25 of ``docs``."""
+    only for the cells of groups changed since coded. ``bm25``: the BM25 of ``docs``."""
     rows = scorer.doc_rows(docs, lexical)
-    have = pool.docs(lexical)
-    if pool.qp is not None:
-        joined, approx, loose = scorer.join_coded(docs, rows, probed, have, q, pool.qp)
-        at = docs[joined]
-        pool.add_pending_docs(at, approx, rows[joined], None if bm25 is None else bm25[joined])
-    else:
-        joined, scores, loose = scorer.join_rows(docs, rows, probed, have, q)
-        pool.add_docs(docs[joined], scores, None if bm25 is None else bm25[joined])
+    joined, scores, loose = scorer.join_rows(docs, rows, probed, pool.docs(lexical), q)
+    pool.add_docs(docs[joined], scores, None if bm25 is None else bm25[joined])
     if loose.shape[0]:
         loc = index.loc
         named = [(i, c) for i, c in zip(loose.tolist(), lexical.cids_of(docs[loose]), strict=True)]

@@ -79,31 +79,10 @@ def test_settling_a_pools_pending_rows_keeps_those_scored_and_drops_the_rest():
     approx = exact.copy()
     approx[:3] -= 0.25
     pool = Pool(None, approx, lex.numbers(ids), lex)
-    pool.await_exact(np.array([10, 11, 12], np.int64), np.zeros(4, np.float32))  # their rows
+    pool.pending = np.array([10, 11, 12], np.int64)  # their rows in the scorer
     pool.bm25 = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
     pool.settled(np.array([2, 0]), exact[[2, 0]])
-    assert pool.pending is None and pool.qp is None
+    assert pool.pending is None
     assert pool.ids == ["c1", "c3", "c4", "c5"]  # c2 was never read: out of reach
     np.testing.assert_array_equal(pool.scores, exact[[0, 2, 3, 4]])
     np.testing.assert_array_equal(pool.bm25, [1.0, 3.0, 4.0, 5.0])
-
-
-def test_cells_joined_by_code_wait_with_the_probes_own():
-    index, q = _index(200)
-    lex = _lexical(index)
-    ids = ["c1", "c2", "c3", "c4"]
-    exact = index.vectors([*ids, "c5", "c6"]) @ q
-    approx = exact[:4] - 0.25
-    approx[3] = exact[3]  # c4 scored exactly (a stale group's cell)
-    pool = Pool(None, approx, lex.numbers(ids), lex)
-    pool.await_exact(np.array([10, 11, 12], np.int64), np.zeros(4, np.float32))
-    pool.bm25 = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
-    # Two joining cells by code (an entity's or BM25's), after the exact one.
-    joined = exact[4:] - 0.1
-    pool.add_pending_docs(lex.numbers(["c5", "c6"]), joined, np.array([20, 21]), np.ones(2))
-    np.testing.assert_array_equal(pool.pending, [10, 11, 12, 20, 21])
-    np.testing.assert_array_equal(pool.pending_at, [0, 1, 2, 4, 5])
-    pool.settled(np.array([5, 0]), exact[[5, 0]])
-    assert pool.ids == ["c1", "c4", "c6"]  # c2, c3 and c5 left: out of reach
-    np.testing.assert_array_equal(pool.scores, exact[[0, 3, 5]])
-    np.testing.assert_array_equal(pool.bm25, [1.0, 4.0, 1.0])

@@ -554,39 +554,3 @@ def test_join_rows_takes_the_probed_cells_the_pool_lacks_like_numpy(
     exact = [blocks[row_block[r]][row_in_block[r]] @ q for r in rows[want]]
     np.testing.assert_array_equal(scores, np.array(exact, np.float32))
     np.testing.assert_array_equal(loose, np.flatnonzero(fresh & ~held))
-
-
-@SETTINGS
-@given(st.integers(0, 2**31), st.integers(0, 60), st.integers(1, 6))
-def test_join_coded_scores_the_joining_cells_as_the_probe_scores_its_own(
-    seed: int, n_docs: int, n_slots: int
-) -> None:
-    """The same cells join as by :func:`join_rows`, each with its code score: its sub-list
-    mean's code with the query plus its own code with the query's projection."""
-    rng = np.random.default_rng(seed)
-    d, r, n_blocks, n_lists = 6, 3, 4, 7
-    _, addresses, row_block, row_in_block = _blocks(rng, n_blocks, 12, d)
-    n_rows = row_block.shape[0]
-    block_slot = rng.integers(0, n_slots, n_blocks)
-    probed = rng.random(n_slots) < 0.6
-    docs = _sorted_unique(rng, n_docs, 100)
-    rows = np.where(rng.random(docs.shape[0]) < 0.8, rng.integers(0, n_rows, docs.shape[0]), -1)
-    have = rng.choice(np.arange(100), 20)
-    row_list = rng.integers(0, n_lists, n_rows).astype(np.int32)
-    list_code, list_scale = _codes(rng, n_lists, d)
-    codes, scales = _codes(rng, n_rows, r)
-    q = rng.integers(-2, 3, d).astype(np.float32)
-    qp = rng.integers(-2, 3, r).astype(np.float32)
-    joined, approx, loose = join_kernel.join_coded(
-        docs, rows, row_block, block_slot, probed, have, row_list, list_code, list_scale,
-        codes, scales, q, qp,
-    )  # fmt: skip
-    want, _, want_loose = join_kernel.join_rows(
-        docs, rows, row_block, block_slot, probed, have, addresses, row_in_block, q
-    )
-    np.testing.assert_array_equal(joined, want)
-    np.testing.assert_array_equal(loose, want_loose)
-    at, lists = rows[want], row_list[rows[want]]
-    base = (list_code[lists].astype(np.float64) @ q) * list_scale[lists]
-    own = (codes[at].astype(np.float64) @ qp) * scales[at]
-    np.testing.assert_array_equal(approx, (base + own).astype(np.float32))

@@ -59,7 +59,6 @@ def test_a_blocks_lists_and_rows_describe_its_group():
             start, length = int(state.lists.start[li]), int(state.lists.len[li])
             rows += state.rows.row[start : start + length].tolist()
             assert (state.rows.block[start : start + length] == h).all()
-            assert (state.rows.list[start : start + length] == li).all()  # its sub-list
             mean = state.lists.mean[li]
             assert state.lists.inv[li] == pytest.approx(1.0 / np.linalg.norm(mean), rel=1e-6)
             codes, scale = quantize(mean[None, :])

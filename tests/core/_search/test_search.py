@@ -214,22 +214,20 @@ def test_a_coded_probe_ranks_words_and_entities_as_the_numpy_fusion_does(monkeyp
 def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_best_k(
     monkeypatch,
 ) -> None:
-    """A text query's coded cells, and the coded cells its entity and lexical stages join,
-    wait in the pool with their approximate cosines until every stage has joined; then
-    they are scored best first by approximation plus terms, and those out of reach are
-    never read. The hits are those of scoring every coded cell."""
+    """A text query's coded cells wait in the pool with their approximate cosines until
+    the entity and lexical stages have joined; then they are scored best first by
+    approximation plus terms, and those out of reach are never read. The hits are those
+    of scoring every coded cell."""
     from magnetic_core._search import scorer as scorer_module
     from magnetic_core._search.scorer import Scorer
 
     vecs, index, catalog = _worded_store(queries=30, seed=7)
     read: list[int] = []
-    waiting: list[int] = []
     score_prefix = Scorer.score_prefix
 
     def counted(self, rows, *args):
         got = score_prefix(self, rows, *args)
         read.append(got.shape[0])
-        waiting.append(rows.shape[0])
         return got
 
     monkeypatch.setattr(Scorer, "score_prefix", counted)
@@ -256,7 +254,6 @@ def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_b
                 [(c.id, c.score, c.rank_score) for c in run_search(index, catalog, plan, scorer)]
             )
         runs.append(found)
-    assert len(read) == 60 and sum(read[:30]) < 0.75 * sum(waiting[:30])  # out of reach
-    assert all(w > 64 for w in waiting[:30:3])  # the probe's 64 and the joined cells wait
-    assert read[30:] == waiting[30:]  # with no bound, every coded cell is read
+    assert len(read) == 60 and sum(read[:30]) < 0.75 * 64 * 30  # many were out of reach
+    assert read[30:] == [64] * 30  # with no bound, every coded cell is read
     assert runs[0] == runs[1]  # and the hits are the same
