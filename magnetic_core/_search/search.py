@@ -21,9 +21,8 @@ come back whenever ``k`` cells match. Probing every group with no boost and no l
 is exact flat search.
 
 A coded probe names its cells by BM25 document number, the one integer numbering the text
-stages share: the scorer maps numbers to its rows (slots, code scores and exact cosines by
-address; a text query's joined cells wait by code score beside the probe's), an entity's
-numbers are kept until the lexical index changes, BM25 gives the pool's scores in
+stages share: the scorer maps numbers to its rows (slots and exact cosines by address), an
+entity's numbers are kept until the lexical index changes, BM25 gives the pool's scores in
 the pass that finds its best matches, and the pool is ranked in one compiled pass
 (:mod:`magnetic_core._search.fusion_kernel`). Ids are made only for the hits.
 """
