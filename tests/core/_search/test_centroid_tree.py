@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,49 @@ def test_a_store_searched_through_its_tree_keeps_recall_across_writes(data, monk
     assert not any(int(c[1:]) < 600 for hits in after for c in hits)
     through, every = recall(np.arange(600, N))
     assert through >= every - 0.05 and through >= 0.9
+
+
+def test_a_persisted_store_searches_through_its_tree_before_and_after_reopening(
+    tmp_path, monkeypatch
+) -> None:
+    """A store with many groups keeps its tree through writes and a reopen (restored from
+    the snapshot, the tree is fitted again): its searches find what scoring every centroid
+    finds, and new cells at once."""
+    from magnetic_core import HashingEmbedder, MagneticMemory, MemoryConfig
+
+    monkeypatch.setattr(centroid_tree, "TREE_FROM", 64)
+    monkeypatch.setattr(scorer_module, "SPREAD", 2)
+    vecs, _ = clustered_data(4650, 64, 160, spread=0.8, decay=1.5, seed=6)
+    base, queries = vecs[50:], vecs[:50]
+    config = MemoryConfig(join_threshold=0.6, max_group_size=16, probe_cells=200, sketch_rank=16)
+
+    def open_store() -> MagneticMemory:
+        return MagneticMemory(path=str(tmp_path), embedder=HashingEmbedder(64), config=config)
+
+    def hits(mem: MagneticMemory) -> list[list[tuple[str, float]]]:
+        return [[(h.id, round(h.score, 5)) for h in mem.search(vector=q, k=10)] for q in queries]
+
+    def recall(found: list[list[tuple[str, float]]], live: np.ndarray) -> float:
+        _, sims = exact_knn(base[live], queries, 10)
+        return recall_at_k_tie_aware([[s for _, s in f] for f in found], sims, 10)
+
+    with open_store() as mem:
+        mem.add([""] * 4600, ids=[f"c{i}" for i in range(4600)], vectors=base)
+        before = hits(mem)
+        tree = mem._scorer._state.tree
+        groups = len(mem._index.slot_groups)
+        wanted = math.ceil(2 * 2 * 200 / (4600 / groups))  # twice the groups' cells budget
+        assert tree is not None and 2 * scorer_module.SPREAD * wanted < groups  # read a part
+        mem._scorer._state.tree = None  # every centroid scored, for comparison
+        every = hits(mem)
+        mem._scorer._state.tree = tree
+        assert recall(before, np.arange(4600)) >= recall(every, np.arange(4600)) - 0.05
+    with open_store() as mem:  # from the snapshot: the tree is fitted again
+        assert hits(mem) == before
+        assert mem._scorer._state.tree is not None
+        mem.delete([f"c{i}" for i in range(300)])
+        mem.add([""] * 3, ids=["q0", "q1", "q2"], vectors=queries[:3])
+        found = hits(mem)
+        assert [f[0][0] for f in found[:3]] == ["q0", "q1", "q2"]
+        assert not any(int(c[1:]) < 300 for f in found for c, _ in f if c.startswith("c"))
+        _check(mem._scorer._state.tree, len(mem._index.slot_groups))
