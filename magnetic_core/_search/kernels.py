@@ -82,7 +82,15 @@ def list_scores(
     d = q.shape[0]
     base = np.empty(m, np.float32)
     cos = np.empty(m, np.float32)
+    # The probed groups' lists lie in runs (a group's lists are adjacent) scattered over the
+    # arena; ask for later ones while these are scored (1M synthetic cells, 6 alternating
+    # rounds: a whole query 0.923 -> 0.897 ms; 100K: 0.642 -> 0.638 ms).
+    address = codes.ctypes.data
+    for t in range(min(_LISTS_AHEAD, m)):
+        prefetch_row(address + lists[t] * d, d)
     for t in range(m):
+        if t + _LISTS_AHEAD < m:
+            prefetch_row(address + lists[t + _LISTS_AHEAD] * d, d)
         j = lists[t]
         acc = np.float32(0.0)
         for c in range(d):
