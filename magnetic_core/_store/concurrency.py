@@ -60,12 +60,14 @@ class RWLock:
         self._intent: int | None = None
         self._upgrading = False
 
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        me = threading.get_ident()
-        if self._writer == me:  # a writer may read what it is writing
-            yield
-            return
+    def read(self) -> _Reading:
+        """Shared access (``with lock.read():``); a writer may read what it is writing."""
+        return _Reading(self)
+
+    def _acquire_read(self) -> bool:
+        """Wait for shared access; False when this thread holds the write lock (no count)."""
+        if self._writer == threading.get_ident():
+            return False
         with self._cond:
             # Writers queued behind an intent holder do not hold readers back.
             while (
@@ -75,13 +77,14 @@ class RWLock:
             ):
                 self._cond.wait()
             self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
+        return True
+
+    def _release_read(self) -> None:
+        with self._cond:
+            self._readers -= 1
+            # Only a writer waits for the readers to leave.
+            if not self._readers and self._writers_waiting:
+                self._cond.notify_all()
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -125,3 +128,22 @@ class RWLock:
             with self._cond:
                 self._intent = None
                 self._cond.notify_all()
+
+
+class _Reading:
+    """One :meth:`RWLock.read` (a class, not a generator: every search takes it, and a
+    generator-based context costs several times more to enter and leave)."""
+
+    __slots__ = ("_held", "_lock")
+
+    def __init__(self, lock: RWLock) -> None:
+        self._lock = lock
+        self._held = False
+
+    def __enter__(self) -> None:
+        self._held = self._lock._acquire_read()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._held:
+            self._held = False
+            self._lock._release_read()
