@@ -228,19 +228,27 @@ def test_split_lists_covers_a_group_with_lists_near_the_target_size() -> None:
     assert 1 < lists.lengths.shape[0] <= 4 and lists.lengths.sum() == 100
 
 
-def _ref_probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int):
-    """The centroid stage's choice of groups, in numpy."""
-    n = sims.shape[0]
-    if n_probe >= n:
-        return np.arange(n)
-    want = n_probe
-    if min_cells > 0:
-        want = max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
-    cand = _ref_top(sims, want)
+def _ref_wanted(sizes: np.ndarray, n_probe: int, min_cells: int) -> int:
+    """Groups the centroid stage ranks: ``n_probe``, or twice the budget's worth."""
+    if min_cells <= 0:
+        return n_probe
+    return max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
+
+
+def _ref_enough(cand: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int):
+    """The first ranked groups until they hold ``min_cells`` cells (at least ``n_probe``)."""
     if min_cells <= 0:
         return cand[:n_probe]
     need = int(np.searchsorted(np.cumsum(sizes[cand]), min_cells)) + 1
     return cand[: max(n_probe, need)]
+
+
+def _ref_probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int):
+    """The centroid stage's choice of groups, in numpy."""
+    if n_probe >= sims.shape[0]:
+        return np.arange(sims.shape[0])
+    want = _ref_wanted(sizes, n_probe, min_cells)
+    return _ref_enough(_ref_top(sims, want), sizes, n_probe, min_cells)
 
 
 @SETTINGS
@@ -251,22 +259,13 @@ def test_probe_groups_takes_the_best_until_the_budget_is_held(sims, seed, n_prob
     np.testing.assert_array_equal(got, _ref_probe_groups(sims, sizes, n_probe, min_cells))
 
 
-def _ref_enough(cand: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int):
-    if min_cells <= 0:
-        return cand[:n_probe]
-    need = int(np.searchsorted(np.cumsum(sizes[cand]), min_cells)) + 1
-    return cand[: max(n_probe, need)]
-
-
 def _ref_tree_groups(tree, q, sizes, n_probe, min_cells, spread):
     """The centroid stage through a tree of centroids, in numpy."""
     t_code, t_scale, start, members, rows, row_scale = tree
     n = members.shape[0]
     if n_probe >= n:
         return np.arange(n)
-    want = n_probe
-    if min_cells > 0:
-        want = max(n_probe, math.ceil(2 * min_cells / max(float(sizes.mean()), 1.0)))
+    want = _ref_wanted(sizes, n_probe, min_cells)
     if 2 * spread * want >= n:
         sims = (rows.astype(np.float64) @ q) * row_scale
         return _ref_enough(members[_ref_top(sims, want)], sizes, n_probe, min_cells)
