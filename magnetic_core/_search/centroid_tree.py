@@ -12,13 +12,15 @@ nearest the query sit in the clusters nearest it), which hold few of the nearest
 
 The tree is kept with the scorer's centroid codes: a centroid that changed, or a new
 group, goes to the cluster whose mean is nearest; the clusters are fitted again each time
-the number of groups has grown ``REFIT_GROWTH``-fold since they were fitted. Below
+the number of groups has grown ``REFIT_GROWTH``-fold since they were fitted. A snapshot
+keeps the clusters' means, and a restored store files its groups to them again. Below
 ``TREE_FROM`` groups there is no tree: every centroid is scored.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +95,10 @@ class CentroidTree:
         # (an empty cluster keeps a zero mean, which no query ranks above a held one)
         means = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         code, scale = quantize(means)
-        return cls._filed(means, code, scale, owner.astype(np.int64), codes, scales, g)
+        # Each group goes to its nearest mean, as a restored tree files them (the same
+        # product, so a reopened store probes the same groups).
+        nearest = np.argmax(rows @ means.T, axis=1).astype(np.int64)
+        return cls._filed(means, code, scale, nearest, codes, scales, g)
 
     @classmethod
     def _filed(
@@ -115,6 +120,28 @@ class CentroidTree:
         at[members] = np.arange(members.shape[0])
         rows, row_scale = np.ascontiguousarray(codes[members]), scales[members]
         return cls(means, code, scale, owner, start, members, rows, row_scale, at, fitted)
+
+    def export_arrays(self) -> dict[str, np.ndarray]:
+        """What a snapshot keeps of the tree: its clusters' means and when they were fitted
+        (groups are filed to them again on restore)."""
+        return {"tree_means": self.means, "tree_fitted": np.array([self.fitted], np.int64)}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> CentroidTree | None:
+        """A tree holding the clusters :meth:`export_arrays` saved and no slot yet (the
+        first :func:`kept_tree` files every slot to the nearest mean); None when the
+        snapshot has none."""
+        if "tree_means" not in arrays:
+            return None
+        means = np.ascontiguousarray(arrays["tree_means"], np.float32)
+        code, scale = quantize(means)
+        empty = np.empty(0, np.int64)
+        start = np.zeros(means.shape[0] + 1, np.int64)
+        rows = np.empty((0, means.shape[1]), np.int8)
+        fitted = int(arrays["tree_fitted"][0])
+        return cls(
+            means, code, scale, empty, start, empty, rows, np.empty(0, np.float32), empty, fitted
+        )
 
     def moved(
         self, centroids: np.ndarray, codes: np.ndarray, scales: np.ndarray, slots: np.ndarray

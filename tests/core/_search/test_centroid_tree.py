@@ -152,9 +152,9 @@ def test_a_store_searched_through_its_tree_keeps_recall_across_writes(data, monk
 def test_a_persisted_store_searches_through_its_tree_before_and_after_reopening(
     tmp_path, monkeypatch
 ) -> None:
-    """A store with many groups keeps its tree through writes and a reopen (restored from
-    the snapshot, the tree is fitted again): its searches find what scoring every centroid
-    finds, and new cells at once."""
+    """A store with many groups keeps its tree through writes and a reopen (the snapshot
+    keeps the clusters; the groups are filed to them again): its searches find what scoring
+    every centroid finds, and new cells at once."""
     from magnetic_core import HashingEmbedder, MagneticMemory, MemoryConfig
 
     monkeypatch.setattr(centroid_tree, "TREE_FROM", 64)
@@ -184,9 +184,17 @@ def test_a_persisted_store_searches_through_its_tree_before_and_after_reopening(
         every = hits(mem)
         mem._scorer._state.tree = tree
         assert recall(before, np.arange(4600)) >= recall(every, np.arange(4600)) - 0.05
-    with open_store() as mem:  # from the snapshot: the tree is fitted again
+        means = tree.means.copy()
+
+    def refit(*args: object) -> None:
+        raise AssertionError("the clusters were fitted again")
+
+    with monkeypatch.context() as patch:  # from the snapshot: the saved clusters, refilled
+        patch.setattr(CentroidTree, "fit", refit)
+        mem = open_store()
         assert hits(mem) == before
-        assert mem._scorer._state.tree is not None
+        np.testing.assert_array_equal(mem._scorer._state.tree.means, means)
+    with mem:
         mem.delete([f"c{i}" for i in range(300)])
         mem.add([""] * 3, ids=["q0", "q1", "q2"], vectors=queries[:3])
         found = hits(mem)
