@@ -341,12 +341,29 @@ def _dot32(a: np.ndarray, b: np.ndarray) -> np.float32:
 
 # Full fast-math for the sketch passes: their inputs are finite by construction (scores of
 # unit rows, residual norms) and their rounding is covered by the sketch's margin.
+_LANES = 16  # one AVX-512 register of float32
+
+
 @njit(cache=True, fastmath=True)
 def _sketch_floor(row: np.ndarray, cres: np.ndarray, xres: np.float32, g: int) -> np.float32:
-    """The best lower bound of a row, ``max_j row[j] - xres cres[j]``."""
-    floor = np.float32(-4.0)  # below any score of unit rows minus any slack
-    for j in range(g):
-        floor = max(floor, row[j] - xres * cres[j])
+    """The best lower bound of a row, ``max_j row[j] - xres cres[j]``.
+
+    Kept in ``_LANES`` running maxima: LLVM does not vectorise a single running maximum
+    (one lane, 1.16 ns an entry at 9K groups, against 0.35 ns in lanes).
+    """
+    low = np.float32(-4.0)  # below any score of unit rows minus any slack
+    lanes = np.full(_LANES, low)
+    whole = g - g % _LANES
+    for j0 in range(0, whole, _LANES):
+        for lane in range(_LANES):
+            v = row[j0 + lane] - xres * cres[j0 + lane]
+            lanes[lane] = v if v > lanes[lane] else lanes[lane]
+    floor = low
+    for lane in range(_LANES):
+        floor = lanes[lane] if lanes[lane] > floor else floor
+    for j in range(whole, g):
+        v = row[j] - xres * cres[j]
+        floor = v if v > floor else floor
     return floor
 
 
@@ -359,6 +376,9 @@ def _sketch_bounds(
         high = row[j] + xres * cres[j]
         flags[j] = high < floor
         row[j] = high + margin
+
+
+_ALL_FLAGGED = np.uint64(0x0101010101010101)  # eight True bytes read as one word
 
 
 @njit(cache=True)
@@ -378,15 +398,25 @@ def bound_rows(
     (float32) bound the rows' and centroids' residual norms
     (:mod:`magnetic_core._index.sketch`). Per row, a centroid whose upper bound reaches
     the best lower bound (less twice the margin) is scored exactly (float32 product); any
-    other entry becomes its upper bound plus the margin, flagged in ``bound``.
+    other entry becomes its upper bound plus the margin, flagged in ``bound``. ``bound``
+    rows must be C-contiguous (the flags are scanned eight at a time: a row of 9K
+    centroids has a few dozen to score).
     """
     exact = 0
     m = np.float32(margin)
+    words = g // 8
     for i in range(x.shape[0]):
         row, flags, xr = sims[i], bound[i], np.float32(xres[i])
         floor = _sketch_floor(row, cres, xr, g) - 2 * m
         _sketch_bounds(row, flags, cres, xr, floor, m, g)
-        for j in range(g):
+        packed = flags[: 8 * words].view(np.uint64)
+        for w in range(words):
+            if packed[w] != _ALL_FLAGGED:
+                for j in range(8 * w, 8 * w + 8):
+                    if not flags[j]:
+                        row[j] = _dot32(x[i], centroids[j])
+                        exact += 1
+        for j in range(8 * words, g):
             if not flags[j]:
                 row[j] = _dot32(x[i], centroids[j])
                 exact += 1

@@ -66,7 +66,7 @@ def _bound_rows_reference(x, c, basis, margin):
 
 
 @pytest.mark.parametrize(
-    ("n", "g", "dim", "rank"), [(1, 1, 8, 2), (40, 3, 12, 4), (200, 90, 48, 16)]
+    ("n", "g", "dim", "rank"), [(1, 1, 8, 2), (40, 3, 12, 4), (5, 17, 12, 4), (30, 64, 24, 8), (200, 90, 48, 16)]
 )
 def test_bound_rows_matches_the_reference_and_bounds_every_score(n, g, dim, rank):
     rng = np.random.default_rng(n + g)
@@ -99,5 +99,5 @@ def test_no_sketch_for_small_calls_few_groups_or_low_dimensions():
     ids = [f"c{i}" for i in range(len(vecs))]
     assert _run(ids, vecs, 0.5, 8, 64, sketch_from=0)._sketch is None  # switched off
     assert _run(ids, vecs, 0.5, 8, 64, sketch_from=10**6)._sketch is None  # too few groups
-    low, _ = clustered_data(400, 4, 60, spread=0.5, seed=23)
-    assert _run(ids, low, 0.5, 8, 64, sketch_from=5)._sketch is None  # rank 5 d // 12 < 2
+    low, _ = clustered_data(400, 3, 60, spread=0.5, seed=23)
+    assert _run(ids, low, 0.5, 8, 64, sketch_from=5)._sketch is None  # rank 6 d // 12 < 2
