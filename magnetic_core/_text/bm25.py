@@ -5,12 +5,15 @@ terms in float32 into a dense scratch row and marking it in a bitmap, then the s
 order for the documents touched: no per-term temporaries, no sort. The postings are read
 where the index keeps them, by address (one ``(address, count)`` per term and column):
 gathering them into one array first cost a 25-word query at 100K cells 0.1 ms, about a
-third of the stage. The scratch row is the caller's and is left zeroed again (only the
-touched entries are written back), so a query allocates no row the size of the store: a
-fresh 800 KB row per query at 100K documents cost its page faults and pushed the scorer's
-arrays out of cache (float32, the row is 400 KB there; a sum of a query's few dozen terms
-keeps float32's precision). Tested against the numpy formula in
-``tests/core/_text/test_bm25.py``.
+third of the stage. Each posting carries its document's length, read in the same order as
+its number: looked up by number, the lengths were a second random read per posting beside
+the scratch row's, about a quarter of the pass once the code scan had evicted them (a
+document's length never changes under its number: a re-added cell gets a new one). The
+scratch row is the caller's and is left zeroed again (only the touched entries are written
+back), so a query allocates no row the size of the store: a fresh 800 KB row per query at
+100K documents cost its page faults and pushed the scorer's arrays out of cache (float32,
+the row is 400 KB there; a sum of a query's few dozen terms keeps float32's precision).
+Tested against the numpy formula in ``tests/core/_text/test_bm25.py``.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ __all__ = ["bm25_pool", "bm25_scores"]
 def bm25_scores(
     doc_at: np.ndarray,
     tf_at: np.ndarray,
+    len_at: np.ndarray,
     counts: np.ndarray,
     weights: np.ndarray,
-    lengths: np.ndarray,
     avgdl: float,
     k1: float,
     b: float,
@@ -43,16 +46,16 @@ def bm25_scores(
         doc_at: per query term, the address of its postings' document numbers (int64,
             each below ``n_slots``); the buffers must stay as they are during the call.
         tf_at: per term, the address of its term frequencies (float32).
+        len_at: per term, the address of its postings' document lengths (float32).
         counts: per term, its number of postings.
         weights: per term, ``idf * (k1 + 1)`` (float32).
-        lengths: every document's length (float32), by document number.
         avgdl: the mean document length.
         k1: term-frequency saturation.
         b: length normalisation.
         n_slots: document numbers are below this.
         acc: float32 scratch of at least ``n_slots`` zeros (zeros again on return).
     """
-    seen = _accumulate(doc_at, tf_at, counts, weights, lengths, avgdl, k1, b, n_slots, acc)
+    seen = _accumulate(doc_at, tf_at, len_at, counts, weights, avgdl, k1, b, n_slots, acc)
     return _collect(seen, acc, min(n_slots, counts.sum()))
 
 
@@ -60,9 +63,9 @@ def bm25_scores(
 def bm25_pool(
     doc_at: np.ndarray,
     tf_at: np.ndarray,
+    len_at: np.ndarray,
     counts: np.ndarray,
     weights: np.ndarray,
-    lengths: np.ndarray,
     avgdl: float,
     k1: float,
     b: float,
@@ -75,7 +78,7 @@ def bm25_pool(
     scores of pool)``: the ``n_top`` best documents, best first (ties: the lower number
     first), and the BM25 of each number in ``pool`` (0 for one no term holds or below 0).
     """
-    seen = _accumulate(doc_at, tf_at, counts, weights, lengths, avgdl, k1, b, n_slots, acc)
+    seen = _accumulate(doc_at, tf_at, len_at, counts, weights, avgdl, k1, b, n_slots, acc)
     at_pool = np.zeros(pool.shape[0], np.float32)
     for i in range(pool.shape[0]):
         d = pool[i]
@@ -89,9 +92,9 @@ def bm25_pool(
 def _accumulate(
     doc_at: np.ndarray,
     tf_at: np.ndarray,
+    len_at: np.ndarray,
     counts: np.ndarray,
     weights: np.ndarray,
-    lengths: np.ndarray,
     avgdl: float,
     k1: float,
     b: float,
@@ -109,10 +112,11 @@ def _accumulate(
         w = weights[t]
         docs = i64_ptr(doc_at[t])  # type: ignore[call-arg,var-annotated]  # numba's typingctx
         tfs = f32_ptr(tf_at[t])  # type: ignore[call-arg,var-annotated]
+        lens = f32_ptr(len_at[t])  # type: ignore[call-arg,var-annotated]
         for i in range(counts[t]):
             d = docs[i]
             tf = tfs[i]
-            acc[d] += w * tf / (tf + kk * (one_b + per_len * lengths[d]))
+            acc[d] += w * tf / (tf + kk * (one_b + per_len * lens[i]))
             seen[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
     return seen
 

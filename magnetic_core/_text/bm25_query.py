@@ -1,7 +1,7 @@
 """The query side of BM25: a query's scores, its best documents and a pool's scores.
 
 :class:`BM25Queries` is a base of :class:`~magnetic_core._text.lexical.LexicalIndex`: it
-reads the index's postings (by address) and lengths and runs the compiled passes of
+reads the index's postings (by address) and runs the compiled passes of
 :mod:`magnetic_core._text.bm25`, each thread with its own zeroed scratch row.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import threading
-from array import array
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,7 +25,6 @@ class BM25Queries:
     b: float
     _docno: dict[str, int]
     _cids: list[str | None]
-    _length: array
     _total_length: float
     _local: threading.local
 
@@ -34,8 +32,8 @@ class BM25Queries:
     def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         raise NotImplementedError
 
-    def _posting_at(self, term: str) -> tuple[int, int, int] | None:
-        """A term's postings by address: ``(docs' address, tfs' address, count)``."""
+    def _posting_at(self, term: str) -> tuple[int, int, int, int] | None:
+        """A term's postings by address: ``(docs', tfs', lengths' addresses, count)``."""
         raise NotImplementedError
 
     def cids_of(self, docs: np.ndarray) -> list[str]:
@@ -60,10 +58,7 @@ class BM25Queries:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
 
-        try:
-            return bm25_scores(*args)
-        finally:
-            del args  # the lengths' view: an ``array`` exporting its buffer cannot grow
+        return bm25_scores(*args)
 
     def pool_scores(
         self, query: Iterable[str], pool: np.ndarray, n_top: int
@@ -79,10 +74,7 @@ class BM25Queries:
             return None
         from magnetic_core._text.bm25 import bm25_pool  # numba: imported on first use
 
-        try:
-            return bm25_pool(*args, pool, n_top)  # type: ignore[call-arg]  # numba's typing
-        finally:
-            del args
+        return bm25_pool(*args, pool, n_top)  # type: ignore[call-arg]  # numba's typing
 
     def matches(self, query: Iterable[str]) -> bool:
         """Whether :meth:`scores` of ``query`` finds any document."""
@@ -98,7 +90,6 @@ class BM25Queries:
 
         The postings are passed by address: they must not change until the kernel has
         returned (writes and searches of a store's index are ordered by the store's lock).
-        The document lengths are a view, which the caller drops after the call.
         """
         n = len(self._docno)
         if n == 0:
@@ -106,17 +97,19 @@ class BM25Queries:
         weights: list[float] = []
         doc_at: list[int] = []
         tf_at: list[int] = []
+        len_at: list[int] = []
         counts: list[int] = []
         k1 = self.k1
         most = self.max_df_share * n if n >= 20 else n
         for term in dict.fromkeys(query):
             post = self._posting_at(term)
-            if post is None or post[2] > most:
+            if post is None or post[3] > most:
                 continue
-            df = post[2]
+            df = post[3]
             weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0))
             doc_at.append(post[0])
             tf_at.append(post[1])
+            len_at.append(post[2])
             counts.append(df)
         if not weights:
             return None
@@ -124,9 +117,9 @@ class BM25Queries:
         return (
             np.array(doc_at, np.int64),
             np.array(tf_at, np.int64),
+            np.array(len_at, np.int64),
             np.array(counts, np.int64),
             np.array(weights, np.float32),
-            np.frombuffer(self._length, dtype=np.float32),
             avgdl,
             self.k1,
             self.b,

@@ -25,9 +25,10 @@ class FlatPostings:
     terms: list[str]
     vocab: dict[str, int]
     surface: list[str]  # the word shown for each term (a group label shows words)
-    starts: np.ndarray  # (V + 1,) offsets into docs / tfs
+    starts: np.ndarray  # (V + 1,) offsets into docs / tfs / lens
     docs: np.ndarray
     tfs: np.ndarray
+    lens: np.ndarray  # each posting's document length (the kernels read it in order)
     doc_terms: np.ndarray
     doc_term_starts: np.ndarray
 
@@ -36,41 +37,44 @@ class FlatPostings:
         cls, arrays: Mapping[str, np.ndarray], terms: list[str], surface: list[str]
     ) -> FlatPostings:
         """The postings of an export's arrays (``LexicalIndex.export_arrays``)."""
+        docs = np.ascontiguousarray(arrays["docs"], np.int64)
         return cls(
             terms=terms,
             vocab=dict(zip(terms, range(len(terms)))),
             # a term shown as itself is one string, not two equal ones
             surface=[t if w == t else w for t, w in zip(terms, surface, strict=True)],
             starts=np.ascontiguousarray(arrays["term_starts"], np.int64),
-            docs=np.ascontiguousarray(arrays["docs"], np.int64),
+            docs=docs,
             tfs=np.ascontiguousarray(arrays["tfs"], np.float32),
+            lens=np.asarray(arrays["lengths"], np.float32)[docs],
             doc_terms=np.ascontiguousarray(arrays["doc_terms"], np.int64),
             doc_term_starts=np.ascontiguousarray(arrays["doc_term_starts"], np.int64),
         )
 
-    def per_term(self) -> dict[str, tuple[array, array]]:
-        """Each term's postings as growable ``array`` pairs (docs, tfs), for writes."""
-        postings: dict[str, tuple[array, array]] = {}
+    def per_term(self) -> dict[str, tuple[array, array, array]]:
+        """Each term's postings as growable ``array`` triples (docs, tfs, lens), for writes."""
+        postings: dict[str, tuple[array, array, array]] = {}
         starts = self.starts.tolist()
         for i, term in enumerate(self.terms):
-            d, f = array("q"), array("f")
+            d, f, n = array("q"), array("f"), array("f")
             d.frombytes(self.docs[starts[i] : starts[i + 1]].tobytes())
             f.frombytes(self.tfs[starts[i] : starts[i + 1]].tobytes())
-            postings[term] = (d, f)
+            n.frombytes(self.lens[starts[i] : starts[i + 1]].tobytes())
+            postings[term] = (d, f, n)
         return postings
 
-    def posting_at(self, term: str) -> tuple[int, int, int] | None:
-        """A term's postings by address: ``(docs' address, tfs' address, count)``."""
+    def posting_at(self, term: str) -> tuple[int, int, int, int] | None:
+        """A term's postings by address: ``(docs', tfs', lengths' addresses, count)``."""
         at = self.vocab.get(term)
         if at is None:
             return None
         lo, hi = int(self.starts[at]), int(self.starts[at + 1])
-        docs_at, tfs_at = self._addresses
-        return docs_at + 8 * lo, tfs_at + 4 * lo, hi - lo
+        docs_at, tfs_at, lens_at = self._addresses
+        return docs_at + 8 * lo, tfs_at + 4 * lo, lens_at + 4 * lo, hi - lo
 
     @functools.cached_property
-    def _addresses(self) -> tuple[int, int]:
-        return self.docs.ctypes.data, self.tfs.ctypes.data
+    def _addresses(self) -> tuple[int, int, int]:
+        return self.docs.ctypes.data, self.tfs.ctypes.data, self.lens.ctypes.data
 
     def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         at = self.vocab.get(term)

@@ -4,7 +4,8 @@ Dense embeddings blur rare words (gene names, codes, numbers) that a user types 
 BM25 rewards exactly those. Words are indexed by their Snowball (Porter 2) English stem, so
 "painted" finds "painting" and "researched" finds "research": people rarely ask in the
 inflection they wrote in. Cells get integer document numbers; each term keeps compact
-``array`` postings (document numbers and term frequencies) that a query reads in place
+``array`` postings (document numbers, term frequencies and the documents' lengths, read
+in the order of the numbers: no random look-up of a length per posting) that a query reads in place
 (by address) and scores in one compiled pass (:mod:`magnetic_core._text.bm25`):
 a query's cost is the length of its terms' postings, and it keeps no memory.
 
@@ -85,7 +86,8 @@ class LexicalIndex(BM25Queries):
         self._alive = np.zeros(1024, bool)
         self._length = array("f")
         self._doc_terms: MutableMapping[int, tuple[str, ...]] = {}
-        self._postings: dict[str, tuple[array, array]] = {}
+        # term -> (document numbers, term frequencies, the documents' lengths)
+        self._postings: dict[str, tuple[array, array, array]] = {}
         # Term -> the word that first brought it, when the stem is not that word itself
         # ("paint" -> "painted"): labels show words. Dropped with the term's last posting.
         self._surface: dict[str, str] = {}
@@ -124,10 +126,11 @@ class LexicalIndex(BM25Queries):
         for term, tf in counts.items():
             post = postings.get(term)
             if post is None:
-                postings[term] = (array(_DOCS, (doc,)), array("f", (tf,)))
+                postings[term] = (array(_DOCS, (doc,)), array("f", (tf,)), array("f", (length,)))
             else:
                 post[0].append(doc)
                 post[1].append(tf)
+                post[2].append(length)
         return tuple(words)
 
     def remove(self, cid: str) -> None:
@@ -141,10 +144,11 @@ class LexicalIndex(BM25Queries):
         self._alive[doc] = False
         self._total_length -= self._length[doc]
         for term in self._doc_terms.pop(doc):
-            docs, tfs = self._postings[term]
+            docs, tfs, lens = self._postings[term]
             at = docs.index(doc)
             del docs[at]
             del tfs[at]
+            del lens[at]
             if not docs:
                 del self._postings[term]
                 self._surface.pop(term, None)
@@ -167,8 +171,8 @@ class LexicalIndex(BM25Queries):
             length[new] = self._length[doc]
         self._length = length
         self._doc_terms = {renumber[d]: t for d, t in self._doc_terms.items()}
-        for term, (docs, tfs) in self._postings.items():
-            self._postings[term] = (array(_DOCS, (renumber[d] for d in docs)), tfs)
+        for term, (docs, tfs, lens) in self._postings.items():
+            self._postings[term] = (array(_DOCS, (renumber[d] for d in docs)), tfs, lens)
 
     def df(self, term: str) -> int:
         """Number of cells holding ``term`` (a word, stemmed here, or a stem)."""
@@ -185,7 +189,7 @@ class LexicalIndex(BM25Queries):
             return None
         return np.frombuffer(post[0], dtype=np.int64), np.frombuffer(post[1], dtype=np.float32)
 
-    def _posting_at(self, term: str) -> tuple[int, int, int] | None:
+    def _posting_at(self, term: str) -> tuple[int, int, int, int] | None:
         """A term's postings by address (see ``BM25Queries._kernel_args``)."""
         flat = self._flat
         if flat is not None:
@@ -194,7 +198,7 @@ class LexicalIndex(BM25Queries):
         if post is None:
             return None
         docs_at, n = post[0].buffer_info()
-        return docs_at, post[1].buffer_info()[0], n
+        return docs_at, post[1].buffer_info()[0], post[2].buffer_info()[0], n
 
     def term_counts(self, cids: Iterable[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
         """The terms the given cells hold, as words: ``(words, cells, df)``.
@@ -279,7 +283,7 @@ class LexicalIndex(BM25Queries):
         docs = np.empty(int(sizes.sum()), np.int64)
         tfs = np.empty(docs.shape[0], np.float32)
         at = 0
-        for d, f in self._postings.values():
+        for d, f, _ in self._postings.values():
             docs[at : at + len(d)] = np.frombuffer(d, dtype=np.int64)
             tfs[at : at + len(f)] = np.frombuffer(f, dtype=np.float32)
             at += len(d)

@@ -19,22 +19,31 @@ def _reference(postings, weights, lengths, avgdl, k1, b):
     return docs, np.array([acc[d] for d in docs.tolist()], np.float64)
 
 
+def _with_lengths(postings, lengths):
+    """(docs, tfs) postings as the index keeps them: (docs, tfs, each document's length)."""
+    return [
+        (np.asarray(d, np.int64), np.asarray(f, np.float32), lengths[np.asarray(d, np.int64)])
+        for d, f in postings
+    ]
+
+
 def _addresses(postings):
-    """The kernels' ``(doc_at, tf_at, counts)`` for the given (docs, tfs) arrays."""
+    """The kernels' ``(doc_at, tf_at, len_at, counts)`` for (docs, tfs, lens) arrays (the
+    caller keeps the arrays alive)."""
     return (
-        np.array([d.ctypes.data for d, _ in postings], np.int64),
-        np.array([f.ctypes.data for _, f in postings], np.int64),
-        np.array([d.shape[0] for d, _ in postings], np.int64),
+        np.array([d.ctypes.data for d, _, _ in postings], np.int64),
+        np.array([f.ctypes.data for _, f, _ in postings], np.int64),
+        np.array([n.ctypes.data for _, _, n in postings], np.int64),
+        np.array([d.shape[0] for d, _, _ in postings], np.int64),
     )
 
 
 def _call(postings, weights, lengths, avgdl, k1=1.2, b=0.75):
-    postings = [(np.asarray(d, np.int64), np.asarray(f, np.float32)) for d, f in postings]
+    postings = _with_lengths(postings, lengths)
     acc = np.zeros(len(lengths) + 3, np.float32)  # as the index keeps it
     found = bm25_scores(
         *_addresses(postings),
         np.asarray(weights, np.float32),
-        lengths,
         avgdl,
         k1,
         b,
@@ -83,8 +92,8 @@ def test_one_scratch_row_serves_queries_of_different_stores_in_turn():
         docs = np.sort(rng.choice(n_docs, n_docs // 2, replace=False)).astype(np.int64)
         tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
         w = np.array([2.0], np.float32)
-        at = _addresses([(docs, tfs)])
-        got_docs, got = bm25_scores(*at, w, lengths, 10.0, 1.2, 0.75, n_docs, acc)
+        kept = _with_lengths([(docs, tfs)], lengths)
+        got_docs, got = bm25_scores(*_addresses(kept), w, 10.0, 1.2, 0.75, n_docs, acc)
         want_docs, want = _reference([(docs, tfs)], [2.0], lengths, 10.0, 1.2, 0.75)
         assert got_docs.tolist() == want_docs.tolist()
         np.testing.assert_allclose(got, want, rtol=2e-6)
@@ -114,7 +123,8 @@ def test_bm25_pool_gives_the_best_and_the_pools_scores_of_the_same_pass(
     weights = np.asarray(rng.choice([1.0, 2.0], n_terms), np.float32)
     pool = rng.integers(-3, n_docs + 5, 60)  # absent, negative and too large numbers too
     acc = np.zeros(n_docs + 1, np.float32)
-    args = (*_addresses(postings), weights, lengths, 4.0, 1.2, 0.75, n_docs, acc)
+    kept = _with_lengths(postings, lengths)
+    args = (*_addresses(kept), weights, 4.0, 1.2, 0.75, n_docs, acc)
     top, top_vals, at_pool = bm25_pool(*args, pool, n_top)
     assert not acc.any()
     all_docs, all_vals = bm25_scores(*args)

@@ -105,6 +105,46 @@ def test_an_index_from_snapshot_arrays_removes_and_compacts_like_one_built_by_ad
     ]
 
 
+def test_scores_read_in_place_then_after_a_compaction_equal_the_textbook_formula():
+    """Each posting carries its document's length: a snapshot's postings, the per-term
+    postings made at the first write, and those renumbered by a compaction all score as
+    the formula does over the live texts."""
+    from magnetic_core._text.tokenize import index_terms
+
+    words = ["alpha", "beta", "gamma", "Berlin", "gene", "BRCA1", "folding", "walls"]
+    texts = {
+        f"c{i}": " ".join(words[(i * j) % 8] for j in range(1, 2 + i % 5)) for i in range(1300)
+    }
+    built = LexicalIndex()
+    for cid, text in texts.items():
+        built.add(cid, text)
+    arrays = built.export_arrays()
+    cids, terms = arrays.pop("cids").tolist(), arrays.pop("terms").tolist()
+    lex = LexicalIndex.from_arrays(arrays, cids, terms)
+
+    def check(live: dict[str, str]) -> None:
+        stemmed = {c: index_terms(t) for c, t in live.items()}
+        for query in ("gene folding", "alpha walls Berlin", "brca1"):
+            q = lex.query_terms(query)
+            want = _reference(stemmed, q)
+            ids, scores = lex.top(q, len(live))
+            assert set(ids) == set(want)
+            for cid, score in zip(ids, scores.tolist(), strict=True):
+                assert math.isclose(score, want[cid], rel_tol=1e-5)
+
+    check(texts)  # the snapshot's flat postings
+    for i in range(0, 1300, 3):
+        lex.remove(f"c{i}")  # the first write makes per-term postings
+        del texts[f"c{i}"]
+    check(texts)
+    for i in range(1, 1300, 3):
+        lex.remove(f"c{i}")  # past half removed: renumbered
+        del texts[f"c{i}"]
+    lex.add("new", "gene folding walls walls")
+    texts["new"] = "gene folding walls walls"
+    check(texts)
+
+
 def _term_reference(texts: dict[str, str], cids: list[str]) -> dict[str, tuple[int, int]]:
     """stem -> (cells among ``cids`` holding it, cells of the store holding it), plainly."""
     from magnetic_core._text.tokenize import index_terms
