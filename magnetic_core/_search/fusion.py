@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from magnetic_core._search.stages import Stages
     from magnetic_core._store.catalog import Catalog
 
-__all__ = ["Fused", "fuse", "rank", "settle"]
+__all__ = ["Fused", "fuse", "rank", "settle", "settled_rank"]
 
 # The best cells whose neighbours are lifted (a bound on the work per query).
 CONTEXT_TOP = 64
@@ -164,6 +164,36 @@ def settle(pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan, score
         rows[order], approx[order], bonus[:m][order], others, plan.vector, plan.k
     )
     pool.settled(order[: exact.shape[0]], exact)
+
+
+def settled_rank(
+    pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan, scorer: Scorer
+) -> list[tuple[str, float, float, float, float]] | None:
+    """:func:`settle` then :func:`rank` in one compiled pass, for a pending pool that
+    :func:`rank` would rank compiled (a text query's coded probe: its BM25 at hand, no
+    filter, exclusion or thread lift); None for any other pool, which the caller settles
+    and ranks. The pool is left as it was: only the hits are wanted of it."""
+    pending = pool.pending
+    if pending is None or not len(pool) or not _compiled(pool, stages, catalog, plan):
+        return None
+    lexical = catalog.lexical
+    boosted, boost = _NO_DOCS, np.float32(0.0)
+    if stages.boosting and plan.entity_boost != 0.0:
+        boosted, boost = stages.boosted_docs(lexical), np.float32(plan.entity_boost)
+    bm25, scale = pool.bm25, np.float32(0.0)
+    if stages.lexical_terms and stages.lexical_best is not None:
+        scale = np.float32(plan.lexical_weight / stages.lexical_best)
+    if bm25 is None:
+        bm25 = np.zeros(len(pool), np.float32)
+    rows, cosines, boosts, lex, _ = scorer.settled_top(
+        pool.scores, pool.docs(lexical), boosted, boost, bm25, scale, pending, plan.vector, plan.k
+    )
+    return [
+        (pool.id_at(r), c, b, x, 0.0)
+        for r, c, b, x in zip(
+            rows.tolist(), cosines.tolist(), boosts.tolist(), lex.tolist(), strict=True
+        )
+    ]
 
 
 def _terms(

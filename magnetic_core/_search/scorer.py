@@ -418,6 +418,42 @@ class Scorer:
             RERANK_SDS,
         )
 
+    def settled_top(
+        self,
+        pool_scores: np.ndarray,
+        docs: np.ndarray,
+        boosted: np.ndarray,
+        boost: np.float32,
+        bm25: np.ndarray,
+        lexical_scale: np.float32,
+        pending: np.ndarray,
+        q: np.ndarray,
+        k: int,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """A text query's pool settled and ranked in one pass, the pending rows read from
+        this scorer's blocks: ``(rows, cosines, boost terms, lexical terms, rows read)``
+        (see :func:`~magnetic_core._search.fusion_kernel.settled_top`)."""
+        from magnetic_core._search.fusion_kernel import settled_top  # numba: loaded by the probe
+
+        cols = self._state.rows.cols
+        kern = _kernels()
+        return settled_top(
+            pool_scores,
+            docs,
+            boosted,
+            boost,
+            bm25,
+            lexical_scale,
+            pending,
+            self._state.blocks.cols["address"],
+            cols["block"],
+            cols["row"],
+            q,
+            k,
+            kern.RERANK_STEP,
+            RERANK_SDS,
+        )
+
     def doc_rows(self, docs: np.ndarray, lexical: LexicalIndex) -> np.ndarray:
         """The arena row of each document's cell (-1 where no current block holds it)."""
         return self._state.rows_of_docs(docs, lexical)

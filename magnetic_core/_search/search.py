@@ -37,7 +37,7 @@ import numpy as np
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.candidates import Candidate, candidates
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
-from magnetic_core._search.fusion import rank, settle
+from magnetic_core._search.fusion import rank, settle, settled_rank
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
 from magnetic_core._search.stages import Stages
 from magnetic_core._store.catalog import Catalog
@@ -146,9 +146,11 @@ def run_search(
         pool = _exact(index, scorer, plan, stages, keep)
     if stages.lexical_terms:
         _join_lexical(index, catalog, plan, stages, pool, scorer)
-    if scorer is not None:
-        settle(pool, stages, catalog, plan, scorer)
-    picked = rank(index, pool, stages, catalog, plan)
+    picked = None if scorer is None else settled_rank(pool, stages, catalog, plan, scorer)
+    if picked is None:
+        if scorer is not None:
+            settle(pool, stages, catalog, plan, scorer)
+        picked = rank(index, pool, stages, catalog, plan)
     fallback = len(picked) < plan.k and len(stages.slots) < n_groups
     if fallback:
         pool = exact_pool(index, scorer, range(n_groups), q)

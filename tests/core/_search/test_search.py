@@ -223,14 +223,14 @@ def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_b
 
     vecs, index, catalog = _worded_store(queries=30, seed=7)
     read: list[int] = []
-    score_prefix = Scorer.score_prefix
+    settled_top = Scorer.settled_top
 
-    def counted(self, rows, *args):
-        got = score_prefix(self, rows, *args)
-        read.append(got.shape[0])
+    def counted(self, *args):
+        got = settled_top(self, *args)
+        read.append(got[-1])
         return got
 
-    monkeypatch.setattr(Scorer, "score_prefix", counted)
+    monkeypatch.setattr(Scorer, "settled_top", counted)
     scorer = Scorer(48, 32)  # codes close enough to stop early on this data
     runs: list[list[list[tuple[str, float, float]]]] = []
     for sds in (scorer_module.RERANK_SDS, float("inf")):
