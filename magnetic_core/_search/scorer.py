@@ -462,30 +462,34 @@ class Scorer:
         """The slot of each row's group (rows from :meth:`doc_rows`)."""
         return self._state.row_slots(rows)
 
-    def join_rows(
+    def join_docs(
         self,
         docs: np.ndarray,
-        rows: np.ndarray,
+        lexical: LexicalIndex,
         probed: np.ndarray,
         have: np.ndarray,
         q: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Which of ``docs`` (ascending; ``rows``: their :meth:`doc_rows`) join a pool
-        holding ``have``: those in a ``probed`` slot, with their exact cosines, and those
-        without a row (see :func:`~magnetic_core._search.join_kernel.join_rows`)."""
-        from magnetic_core._search.join_kernel import join_rows  # numba: loaded by the probe
+        """Which of ``docs`` (distinct numbers) join a pool holding ``have``: those in a
+        ``probed`` slot, with their exact cosines, and those without a current row (see
+        :func:`~magnetic_core._search.join_kernel.join_docs`)."""
+        from magnetic_core._search.join_kernel import join_docs  # numba: loaded by the probe
 
-        cols = self._state.rows.cols
-        blocks = self._state.blocks.cols
-        return join_rows(
+        st = self._state
+        table, doc_col, row_block, block_slot, slot_block, stale, alive = st.doc_row_args(lexical)
+        return join_docs(
             docs,
-            rows,
-            cols["block"],
-            blocks["slot"],
+            table,
+            doc_col,
+            row_block,
+            block_slot,
+            slot_block,
+            stale,
+            alive,
             probed,
             have,
-            blocks["address"],
-            cols["row"],
+            st.blocks.cols["address"],
+            st.rows.cols["row"],
             q,
         )
 

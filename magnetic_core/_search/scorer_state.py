@@ -194,9 +194,15 @@ class ScorerState:
 
         Lets a search score BM25's and the entity stage's cells from the blocks by
         address and find their slots by array operations, with no look-up per cell id.
-        Rows appended since the last call are looked up by id first (at most the cells a
-        few searches coded again).
         """
+        from magnetic_core._search.kernels import doc_rows  # numba: loaded by the probe
+
+        return doc_rows(docs, *self.doc_row_args(lexical))
+
+    def doc_row_args(self, lexical: LexicalIndex) -> tuple[np.ndarray, ...]:
+        """The arrays after the numbers that ``kernels.doc_rows`` reads (numbers to rows,
+        rows to numbers, blocks, slots, staleness, liveness). Rows appended since the last
+        call are looked up by id first (at most the cells a few searches coded again)."""
         col = self._doc_column(lexical)
         n = self.rows.n
         if self._doc_rows_n < n:
@@ -206,10 +212,7 @@ class ScorerState:
                 col[unknown] = lexical.numbers(self.cell_ids(unknown))
             self._point(col[new], new)
             self._doc_rows_n = n
-        from magnetic_core._search.kernels import doc_rows  # numba: loaded by the probe
-
-        return doc_rows(
-            docs,
+        return (
             self._doc_rows,
             col,
             self.rows.cols["block"],

@@ -289,8 +289,7 @@ def _join_docs(
     by document number lacks, with their exact cosines: found and scored from the
     scorer's rows in one compiled pass (an entity can boost thousands of cells), by id
     only for the cells of groups changed since coded. ``bm25``: the BM25 of ``docs``."""
-    rows = scorer.doc_rows(docs, lexical)
-    joined, scores, loose = scorer.join_rows(docs, rows, probed, pool.docs(lexical), q)
+    joined, scores, loose = scorer.join_docs(docs, lexical, probed, pool.docs(lexical), q)
     pool.add_docs(docs[joined], scores, None if bm25 is None else bm25[joined])
     if loose.shape[0]:
         loc = index.loc

@@ -80,8 +80,8 @@ class BM25Queries:
         """Whether :meth:`scores` of ``query`` finds any document."""
         n = len(self._docno)
         for term in query:
-            post = self._posting(term)
-            if post is not None and (n < 20 or len(post[0]) <= self.max_df_share * n):
+            post = self._posting_at(term)  # counts by address: no array views made
+            if post is not None and (n < 20 or post[3] <= self.max_df_share * n):
                 return True
         return False
 

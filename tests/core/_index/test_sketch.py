@@ -66,7 +66,8 @@ def _bound_rows_reference(x, c, basis, margin):
 
 
 @pytest.mark.parametrize(
-    ("n", "g", "dim", "rank"), [(1, 1, 8, 2), (40, 3, 12, 4), (5, 17, 12, 4), (30, 64, 24, 8), (200, 90, 48, 16)]
+    ("n", "g", "dim", "rank"),
+    [(1, 1, 8, 2), (40, 3, 12, 4), (5, 17, 12, 4), (30, 64, 24, 8), (200, 90, 48, 16)],
 )
 def test_bound_rows_matches_the_reference_and_bounds_every_score(n, g, dim, rank):
     rng = np.random.default_rng(n + g)

@@ -553,3 +553,37 @@ def test_join_rows_takes_the_probed_cells_the_pool_lacks_like_numpy(
     exact = [blocks[row_block[r]][row_in_block[r]] @ q for r in rows[want]]
     np.testing.assert_array_equal(scores, np.array(exact, np.float32))
     np.testing.assert_array_equal(loose, np.flatnonzero(fresh & ~held))
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(0, 60), st.integers(1, 6))
+def test_join_docs_finds_the_rows_and_joins_as_the_two_kernels_do(
+    seed: int, n_docs: int, n_slots: int
+) -> None:
+    """Finding the numbers' rows and joining them in one call gives what ``doc_rows``
+    then ``join_rows`` give: stale, dead and unrecorded numbers fall to the loose ones."""
+    rng = np.random.default_rng(seed)
+    d, n_blocks, n_numbers = 5, 4, 100
+    blocks, addresses, row_block, row_in_block = _blocks(rng, n_blocks, 12, d)
+    n_rows = row_block.shape[0]
+    table = np.where(rng.random(n_numbers) < 0.7, rng.integers(0, n_rows, n_numbers), -1)
+    doc_col = np.full(n_rows, -1, np.int64)
+    recorded = np.flatnonzero(table >= 0)
+    doc_col[table[recorded]] = recorded  # most recorded rows still name their number
+    block_slot = rng.integers(0, n_slots, n_blocks)
+    slot_block = rng.integers(0, n_blocks, n_slots)
+    slot_block[block_slot] = np.arange(n_blocks)  # most blocks are their slot's
+    stale = rng.random(n_slots) < 0.2
+    alive = rng.random(n_numbers) < 0.9
+    probed = rng.random(n_slots) < 0.6
+    docs = rng.permutation(_sorted_unique(rng, n_docs, n_numbers))
+    have = rng.choice(n_numbers, 8).astype(np.int64)
+    q = rng.integers(-2, 3, d).astype(np.float32)
+    table_args = (table, doc_col, row_block, block_slot, slot_block, stale, alive)
+    got = join_kernel.join_docs(docs, *table_args, probed, have, addresses, row_in_block, q)
+    rows = kernels.doc_rows(docs, *table_args)
+    want = join_kernel.join_rows(
+        docs, rows, row_block, block_slot, probed, have, addresses, row_in_block, q
+    )
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
