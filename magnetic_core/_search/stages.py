@@ -71,7 +71,11 @@ class Stages:
                 if len(cells) <= route_limit:
                     entity_slots.update(_slots_of(index, catalog, scorer, entity, cells))
             if entity_slots:
-                slots = np.union1d(probe, np.fromiter(entity_slots, np.int64, len(entity_slots)))
+                # A merge of the two sorted slot lists (np.union1d sorts their concatenation).
+                from magnetic_core._search.join_kernel import merge_unique  # numba
+
+                routed = np.array(sorted(entity_slots), np.int64)
+                slots = merge_unique(slots, routed)
         words: tuple[str, ...] = ()
         if plan.lexical_weight > 0 and plan.lexical_terms:
             words = plan.lexical_terms if catalog.lexical.matches(plan.lexical_terms) else ()
