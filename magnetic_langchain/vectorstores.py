@@ -320,4 +320,3 @@ class MagneticVectorStore(ChromaCompatMixin, WriteMethods, SearchMethods, Vector
         store = await asyncio.to_thread(lambda: cls(embedding, **kwargs))
         await store.aadd_texts(texts, metadatas, ids=ids)
         return store
-

@@ -38,9 +38,7 @@ def refuse_with_memory(memory: MagneticMemory, settings: Mapping[str, Any]) -> N
         )
 
 
-def open_store_memory(
-    memory: MagneticMemory | None, settings: Mapping[str, Any]
-) -> StoreMemory:
+def open_store_memory(memory: MagneticMemory | None, settings: Mapping[str, Any]) -> StoreMemory:
     """The memory a store serves.
 
     A memory passed in (no other setting allowed), a memory opened from the settings

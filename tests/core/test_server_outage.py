@@ -35,8 +35,10 @@ def _consistent_or_refusing(mem: MagneticMemory, stored: set[str] | None) -> Non
 def test_the_memory_recovers_after_its_server_dies_and_returns(own_chroma_server):
     server = own_chroma_server
     mem = MagneticMemory(namespace="outage", embedder=EMB, client=server.client())
-    mem.add([f"memory number {i} about topic {i % 5}" for i in range(60)],
-            ids=[f"c{i}" for i in range(60)])
+    mem.add(
+        [f"memory number {i} about topic {i % 5}" for i in range(60)],
+        ids=[f"c{i}" for i in range(60)],
+    )
     server.stop()
     with pytest.raises(PersistenceError):
         mem.add(["written while the server is down"], ids=["lost"])

@@ -159,8 +159,9 @@ def _expected(events: list[dict]) -> tuple[dict[str, str | None], dict | None]:
 def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path, seed):
     rng = random.Random(seed)
     with MagneticMemory(path=str(tmp_path), embedder=EMB) as mem:
-        mem.add([f"topic {i % 10} seed memory {i}" for i in range(40)],
-                ids=[f"p{i}" for i in range(40)])
+        mem.add(
+            [f"topic {i % 10} seed memory {i}" for i in range(40)], ids=[f"p{i}" for i in range(40)]
+        )
     state: dict[str, str | None] = {f"p{i}": f"topic {i % 10} seed memory {i}" for i in range(40)}
     for round_ in range(2):
         proc = subprocess.Popen(
@@ -184,8 +185,12 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path, seed):
         got = json.loads(
             subprocess.run(
                 [sys.executable, "-c", CHECK, str(tmp_path)],
-                capture_output=True, text=True, check=True,
-            ).stdout.strip().splitlines()[-1]
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
         )
         cells = got["cells"]
         if pending and pending["ids"]:

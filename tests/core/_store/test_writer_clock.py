@@ -87,8 +87,9 @@ def test_two_processes_see_each_others_writes(chroma_server):
         # each deletes a cell the other wrote: found, deleted, counted
         assert a("delete", ids=["b3"]) == 1
         assert b("delete", ids=["a2"]) == 1
-        expected = sorted([f"a{i}" for i in range(11) if i != 2] +
-                          [f"b{i}" for i in range(11) if i != 3])
+        expected = sorted(
+            [f"a{i}" for i in range(11) if i != 2] + [f"b{i}" for i in range(11) if i != 3]
+        )
         assert a("refresh") is True  # b deleted a2 since a last looked
         assert a("ids") == expected
         assert b("refresh") is False  # nothing new since b's own delete

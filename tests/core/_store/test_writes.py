@@ -87,11 +87,15 @@ def test_building_a_store_or_its_writer_writes_nothing(tmp_path, hashing):
 def _legacy_store(path, monkeypatch, hashing) -> list[str]:
     """A store built with the 2-link HNSW graph older versions used."""
     from magnetic_core._store import persistence
+
     legacy = {"hnsw": {"space": "cosine", "ef_construction": 2, "max_neighbors": 2}}
     monkeypatch.setattr(persistence, "_COLLECTION_CONFIG", legacy)
     with MagneticMemory(path=str(path), embedder=hashing) as mem:
-        mem.add([f"memory {i} of topic {i % 4}" for i in range(50)],
-                ids=[f"c{i}" for i in range(50)], metadatas=[{"i": i} for i in range(50)])
+        mem.add(
+            [f"memory {i} of topic {i % 4}" for i in range(50)],
+            ids=[f"c{i}" for i in range(50)],
+            metadatas=[{"i": i} for i in range(50)],
+        )
         texts = [c.text for c in mem.get()]
     monkeypatch.undo()
     return texts
@@ -110,7 +114,8 @@ def test_a_store_with_the_fragile_hnsw_graph_is_rebuilt_on_open(tmp_path, hashin
     client = chromadb.PersistentClient(path=str(tmp_path))
     try:
         assert sorted(c.name for c in client.list_collections()) == [
-            "mag-default-cells", "mag-default-groups"
+            "mag-default-cells",
+            "mag-default-groups",
         ]
     finally:
         client.close()
@@ -125,10 +130,15 @@ def test_a_rebuild_cut_short_between_drop_and_rename_is_finished(tmp_path, hashi
     client = chromadb.PersistentClient(path=str(tmp_path))
     old = client.get_collection("mag-default-cells")
     got = old.get(include=["embeddings", "documents", "metadatas"])
-    copy = client.create_collection("mag-default-cells-rebuild", metadata=old.metadata,
-                                    embedding_function=None)
-    copy.add(ids=got["ids"], embeddings=got["embeddings"], documents=got["documents"],
-             metadatas=got["metadatas"])
+    copy = client.create_collection(
+        "mag-default-cells-rebuild", metadata=old.metadata, embedding_function=None
+    )
+    copy.add(
+        ids=got["ids"],
+        embeddings=got["embeddings"],
+        documents=got["documents"],
+        metadatas=got["metadatas"],
+    )
     client.delete_collection("mag-default-cells")  # the crash came right after this
     client.close()
     with MagneticMemory(path=str(tmp_path), embedder=hashing) as mem:
