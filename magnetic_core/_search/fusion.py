@@ -176,17 +176,9 @@ def settled_rank(
     pending = pool.pending
     if pending is None or not len(pool) or not _compiled(pool, stages, catalog, plan):
         return None
-    lexical = catalog.lexical
-    boosted, boost = _NO_DOCS, np.float32(0.0)
-    if stages.boosting and plan.entity_boost != 0.0:
-        boosted, boost = stages.boosted_docs(lexical), np.float32(plan.entity_boost)
-    bm25, scale = pool.bm25, np.float32(0.0)
-    if stages.lexical_terms and stages.lexical_best is not None:
-        scale = np.float32(plan.lexical_weight / stages.lexical_best)
-    if bm25 is None:
-        bm25 = np.zeros(len(pool), np.float32)
+    docs, boosted, boost, bm25, scale = _kernel_terms(pool, stages, catalog, plan)
     rows, cosines, boosts, lex, _ = scorer.settled_top(
-        pool.scores, pool.docs(lexical), boosted, boost, bm25, scale, pending, plan.vector, plan.k
+        pool.scores, docs, boosted, boost, bm25, scale, pending, plan.vector, plan.k
     )
     return [
         (pool.id_at(r), c, b, x, 0.0)
@@ -302,14 +294,12 @@ def _compiled(pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan) ->
     return not threaded or not len(catalog.threads)
 
 
-def _compiled_rank(
+def _kernel_terms(
     pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan
-) -> list[tuple[str, float, float, float, float]]:
-    """:func:`rank` of a pool that :func:`_compiled` accepts (the same terms and sums)."""
-    from magnetic_core._search.fusion_kernel import fused_top  # numba: loaded by the probe
-
+) -> tuple[np.ndarray, np.ndarray, np.float32, np.ndarray, np.float32]:
+    """What the compiled rankings read of a pool :func:`_compiled` accepts: ``(docs,
+    boosted docs, boost, bm25, lexical scale)`` (zeros for a term that is off)."""
     lexical = catalog.lexical
-    n = len(pool)
     boosted, boost = _NO_DOCS, np.float32(0.0)
     if stages.boosting and plan.entity_boost != 0.0:
         boosted, boost = stages.boosted_docs(lexical), np.float32(plan.entity_boost)
@@ -317,10 +307,18 @@ def _compiled_rank(
     if stages.lexical_terms and stages.lexical_best is not None:
         scale = np.float32(plan.lexical_weight / stages.lexical_best)
     if bm25 is None:
-        bm25 = np.zeros(n, np.float32)
-    rows, boosts, lex = fused_top(
-        pool.scores, pool.docs(lexical), boosted, boost, bm25, scale, plan.k
-    )
+        bm25 = np.zeros(len(pool), np.float32)
+    return pool.docs(lexical), boosted, boost, bm25, scale
+
+
+def _compiled_rank(
+    pool: Pool, stages: Stages, catalog: Catalog, plan: SearchPlan
+) -> list[tuple[str, float, float, float, float]]:
+    """:func:`rank` of a pool that :func:`_compiled` accepts (the same terms and sums)."""
+    from magnetic_core._search.fusion_kernel import fused_top  # numba: loaded by the probe
+
+    docs, boosted, boost, bm25, scale = _kernel_terms(pool, stages, catalog, plan)
+    rows, boosts, lex = fused_top(pool.scores, docs, boosted, boost, bm25, scale, plan.k)
     cosines = pool.scores[rows].tolist()
     return [
         (pool.id_at(r), c, b, x, 0.0)

@@ -47,7 +47,25 @@ def fused_top(
         order cosine, boost, lexical (as numpy adds the terms).
     """
     n = cosine.shape[0]
+    boosts, lexical = _terms(docs, boosted, boost, bm25, lexical_scale)
     rank = np.empty(n, np.float32)
+    for i in range(n):
+        rank[i] = (cosine[i] + boosts[i]) + lexical[i]
+    best = top_k(rank, k)
+    return best, boosts[best], lexical[best]
+
+
+@njit(cache=True, nogil=True)
+def _terms(
+    docs: np.ndarray,
+    boosted: np.ndarray,
+    boost: np.float32,
+    bm25: np.ndarray,
+    lexical_scale: np.float32,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's boost term (``boost`` where its number is in ``boosted``, ascending) and
+    lexical term (``lexical_scale * bm25``)."""
+    n = docs.shape[0]
     boosts = np.zeros(n, np.float32)
     lexical = np.empty(n, np.float32)
     m = boosted.shape[0]
@@ -58,9 +76,7 @@ def fused_top(
             if j < m and boosted[j] == d:
                 boosts[i] = boost
         lexical[i] = bm25[i] * lexical_scale
-        rank[i] = (cosine[i] + boosts[i]) + lexical[i]
-    best = top_k(rank, k)
-    return best, boosts[best], lexical[best]
+    return boosts, lexical
 
 
 @njit(cache=True, nogil=True)
@@ -105,16 +121,7 @@ def settled_top(
     """
     n = scores.shape[0]
     m = pending.shape[0]
-    boosts = np.zeros(n, np.float32)
-    lexical = np.empty(n, np.float32)
-    nb = boosted.shape[0]
-    for i in range(n):
-        if nb > 0:
-            d = docs[i]
-            j = np.searchsorted(boosted, d)
-            if j < nb and boosted[j] == d:
-                boosts[i] = boost
-        lexical[i] = bm25[i] * lexical_scale
+    boosts, lexical = _terms(docs, boosted, boost, bm25, lexical_scale)
     # The pending rows, best first by approximate cosine plus their terms.
     bonus = np.empty(m, np.float32)
     key = np.empty(m, np.float32)
