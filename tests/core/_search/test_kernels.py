@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,26 +76,6 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(n_lists: int, seed: in
     best = _ref_top(approx, keep)
     np.testing.assert_array_equal(got, rows[best])
     np.testing.assert_array_equal(got_approx, approx[best])
-
-
-@pytest.mark.parametrize("keep", [1, 3, 40])
-def test_listed_code_top_keeps_the_earliest_of_tied_rows_across_cuts(keep: int) -> None:
-    # 600 rows in 50 lists, every score equal except three that beat the rest: the buffer
-    # is cut back many times, and of the tied rows the earliest in list order stay.
-    lens = np.full(50, 12)
-    starts = np.cumsum(lens) - lens
-    codes = np.zeros((600, 8), np.int8)
-    scales = np.ones(600, np.float32)
-    chosen = np.arange(50)[::-1].copy()  # read the lists backwards
-    base = np.zeros(50, np.float32)
-    codes[[5, 300, 599], 0] = [1, 2, 1]
-    qp = np.ones(8, np.float32)
-    got, approx = kernels.listed_code_top(codes, scales, starts, lens, chosen, base, qp, keep)
-    read = ranges(starts[chosen], lens[chosen])  # rows in reading order
-    ties = [r for r in read.tolist() if r not in (5, 300, 599)]
-    want = ([300] + [r for r in read.tolist() if r in (5, 599)] + ties)[:keep]
-    assert got.tolist() == want
-    assert approx.tolist() == [2.0, 1.0, 1.0, *[0.0] * 600][:keep]
 
 
 def _blocks(
