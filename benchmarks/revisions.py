@@ -1,7 +1,7 @@
 """Before/after across git revisions: the same measurements of several commits in one run.
 
 Usage: ``python -m benchmarks.revisions --rev db4b595 --rev HEAD [--sizes 25000,100000]
-[--scifact] [--ingest 100000] [--rounds 2]``
+[--scifact] [--ingest 100000] [--rounds 2] [--alternate [--synthetic 1000000]]``
 
 Each revision is extracted with ``git archive`` into a scratch directory and measured in a
 child process that imports only that revision's code (``PYTHONPATH`` is its tree), so a
@@ -14,6 +14,15 @@ in one run, with the same vectors and queries:
   queries), single queries after a warm-up, k=10; p50/p95 and tie-aware recall@10 against
   exact search. With ``--rounds 2`` the revisions run A, B, A, B and the median p50 is kept,
   because the machine is shared;
+- **alternated passes** (``--alternate``): instead of a fresh process per round, each
+  revision's process builds its store once and stays up, and ``--rounds`` passes over the
+  queries alternate between them (A B, then B A, ...). Each pass's p50 is divided by the
+  first revision's in the same round, and the median of those ratios is reported with the
+  share of queries whose ten scores equal the first revision's (to 1e-6). On a shared
+  host whose speed drifts over minutes this is the tighter comparison: a pass takes a
+  fraction of a second of the other's neighbourhood. ``--synthetic N`` adds the
+  structured synthetic set of ``benchmarks.synthetic`` at N cells (queries held out as
+  ``latency_recall`` draws them);
 - **SciFact** (``--scifact``): the revision's own ``benchmarks.scifact`` (nDCG@10 of its rows);
 - **persisted ingest** (``--ingest N``): the first N vectors of the same split with their
   passages, added in batches of 1000 to the revision's MagneticMemory on a fresh embedded
@@ -70,6 +79,30 @@ print(json.dumps({"lat": lat, "found": found, "ingest_s": ingest,
 """
 
 
+# A revision's store built once, then a pass over the queries each time a line comes in.
+SERVE = r"""
+import json, sys, time
+import numpy as np
+from benchmarks import common
+data = np.load(sys.argv[1])
+base, queries, warmup = data["base"], data["queries"], int(sys.argv[2])
+memory = common.unpersisted(common.in_memory(common.VectorsOnly("bench-minilm", base.shape[1])))
+ingest = common.add_in_batches(memory, [""] * len(base), base, 1000,
+                               [f"c{i}" for i in range(len(base))])
+for i in range(min(warmup, len(queries))):
+    memory.search(vector=queries[i], k=10)
+print("@@" + json.dumps({"ingest_s": ingest, "groups": memory.stats().groups}), flush=True)
+for _ in sys.stdin:
+    lat, found = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        hits = memory.search(vector=q, k=10)
+        lat.append(time.perf_counter() - t0)
+        found.append([h.score for h in hits])
+    print("@@" + json.dumps({"lat": lat, "found": found}), flush=True)
+"""
+
+
 # Persisted ingest in a revision's tree (kind "magnetic") or Chroma alone (kind "chroma").
 INGEST = r"""
 import json, sys, tempfile, time
@@ -122,6 +155,12 @@ def child(tree: Path, args: list[str], timeout: float = 3600) -> str:
     return done.stdout
 
 
+def _real_set(n: int, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """The Reuters split's base vectors and queries (``split`` without the texts)."""
+    base, _, queries = split(n, n_queries)
+    return base, queries
+
+
 def split(n: int, n_queries: int) -> tuple[np.ndarray, list[str], np.ndarray]:
     """Base vectors, their texts and held-out queries: latency_recall's seeded split."""
     from benchmarks.latency_recall import reuters
@@ -166,6 +205,88 @@ def vector_path(
         )
         print(f"N={n} {rev[:10]}: {rows[-1]}", flush=True)
     return rows
+
+
+def _served(proc: subprocess.Popen[str], name: str) -> dict[str, Any]:
+    """The next result a SERVE process prints (its other output skipped)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("@@"):
+            return dict(json.loads(line[2:]))
+    raise SystemExit(f"{name}: the measuring process ended early (exit {proc.wait()})")
+
+
+def alternated(
+    trees: dict[str, Path],
+    sets: list[tuple[str, np.ndarray, np.ndarray]],
+    rounds: int,
+    scratch: Path,
+) -> list[dict[str, Any]]:
+    """``--alternate``: one long-lived process per revision and set, passes alternated."""
+    rows = []
+    for label, base, queries in sets:
+        n = len(base)
+        truth = exact_knn(base, queries, K)[1]
+        data = scratch / f"alt-{label}-{n}.npz"
+        np.savez(data, base=base, queries=queries)
+        env = {**os.environ, "MAGNETIC_BENCH_DATA": str(common.DATA)}
+        procs, built = {}, {}
+        try:
+            for rev, tree in trees.items():  # built one after the other: no overlap
+                procs[rev] = subprocess.Popen(
+                    [sys.executable, "-c", SERVE, str(data), "50"], cwd=tree, text=True,
+                    env={**env, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )  # fmt: skip
+                built[rev] = _served(procs[rev], tree.name)
+            passes: dict[str, list[dict[str, Any]]] = {rev: [] for rev in trees}
+            order = list(trees)
+            for r in range(rounds):
+                for rev in order if r % 2 == 0 else order[::-1]:
+                    stdin = procs[rev].stdin
+                    assert stdin is not None
+                    stdin.write("go\n")
+                    stdin.flush()
+                    passes[rev].append(_served(procs[rev], trees[rev].name))
+        finally:
+            for proc in procs.values():
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                proc.wait(timeout=120)
+        first = passes[order[0]]
+        first_p50 = [common.percentiles_ms(p["lat"])["p50_ms"] for p in first]
+        for rev in order:
+            got = passes[rev]
+            p50 = [common.percentiles_ms(p["lat"])["p50_ms"] for p in got]
+            ratios = [a / b for a, b in zip(p50, first_p50, strict=True)]
+            same = [
+                len(x) == len(y) and bool(np.allclose(x, y, atol=1e-6))
+                for x, y in zip(got[-1]["found"], first[-1]["found"], strict=True)
+            ]
+            rows.append(
+                {
+                    "rev": rev,
+                    "n": n,
+                    "data": label,
+                    "p50_ms": round(statistics.median(p50), 4),
+                    "p50_each_pass": [round(v, 4) for v in p50],
+                    "ratio_to_first": round(statistics.median(ratios), 3),
+                    "ratio_each_pass": [round(v, 3) for v in ratios],
+                    "same_hits_share": round(sum(same) / len(same), 4),
+                    "recall_at_10": round(recall_at_k_tie_aware(got[-1]["found"], truth, K), 4),
+                    "groups": built[rev]["groups"],
+                }
+            )
+            print(f"{label} N={n} {rev[:10]}: {rows[-1]}", flush=True)
+    return rows
+
+
+def synthetic_set(n: int, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` structured synthetic cells and held-out queries, as ``latency_recall`` draws them."""
+    from benchmarks import synthetic
+
+    base = synthetic.structured_vectors(n)
+    return base, synthetic.queries(n_queries, base=base[: min(n, 250_000)])
 
 
 def scifact(trees: dict[str, Path], scratch: Path) -> list[dict[str, Any]]:
@@ -258,15 +379,34 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--texts", action="store_true", help="store the passages' texts (else empty: faster builds)"
     )
+    ap.add_argument(
+        "--alternate", action="store_true", help="long-lived processes, passes alternated"
+    )
+    ap.add_argument(
+        "--synthetic", default="", help="with --alternate: structured synthetic sizes, e.g. 1000000"
+    )
     args = ap.parse_args(argv)
+    if args.synthetic and not args.alternate:
+        ap.error("--synthetic needs --alternate")
     scratch = Path(tempfile.mkdtemp(prefix="magnetic-revs-"))
     trees, names = checkouts(args, scratch)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    vector = [
-        r
-        for n in sizes
-        for r in vector_path(trees, n, args.queries, args.rounds, scratch, args.texts)
-    ]
+    alt: list[dict[str, Any]] = []
+    vector: list[dict[str, Any]] = []
+    if args.alternate:
+        sets = [("reuters-minilm", *_real_set(n, args.queries)) for n in sizes]
+        sets += [
+            ("synthetic-structured", *synthetic_set(int(n), args.queries))
+            for n in args.synthetic.split(",")
+            if n
+        ]
+        alt = alternated(trees, sets, args.rounds, scratch)
+    else:
+        vector = [
+            r
+            for n in sizes
+            for r in vector_path(trees, n, args.queries, args.rounds, scratch, args.texts)
+        ]
     sci = scifact(trees, scratch) if args.scifact else []
     ing = ingest(trees, args.ingest, args.queries, args.rounds, scratch) if args.ingest else []
     table = common.markdown_table(
@@ -301,6 +441,22 @@ def main(argv: list[str] | None = None) -> None:
         if vector
         else ""
     )
+    if alt:
+        table += (
+            f"Vector path (search(vector=, k=10), defaults, in memory, empty texts), "
+            f"{args.queries} held-out queries; one process per revision and set, built once, "
+            f"{args.rounds} passes alternated between them; ratio = the pass's p50 over the "
+            "first revision's in the same round (median); same hits = share of queries whose "
+            "ten scores equal the first revision's (last pass):\n\n"
+        ) + common.markdown_table(
+            ["data", "N", "revision", "p50 ms", "ratio", "ratio per pass", "same hits",
+             "recall@10", "groups"],
+            [
+                [r["data"], r["n"], names[r["rev"]], r["p50_ms"], r["ratio_to_first"],
+                 r["ratio_each_pass"], r["same_hits_share"], r["recall_at_10"], r["groups"]]
+                for r in alt
+            ],
+        )  # fmt: skip
     if sci:
         table += "\nSciFact (each revision's own benchmarks.scifact):\n\n" + common.markdown_table(
             ["revision", "system", "nDCG@10"],
@@ -335,7 +491,13 @@ def main(argv: list[str] | None = None) -> None:
                 for r in ing
             ],
         )
-    payload = {"revisions": names, "vector_path": vector, "scifact": sci, "ingest": ing}
+    payload = {
+        "revisions": names,
+        "vector_path": vector,
+        "alternated": alt,
+        "scifact": sci,
+        "ingest": ing,
+    }
     common.write_results(args.out, args.name, payload, table, "Before/after across revisions")
 
 
