@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from magnetic_core._search.pointers import EXACT_FAST, dot_at, prefetch_row
-from magnetic_core._search.select_kernel import _cut, _descending, top_k
+from magnetic_core._search.select_kernel import top_k
 
 __all__ = [
     "block_scores",
@@ -103,163 +103,47 @@ def list_scores(
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
 def listed_code_top(
-    head: np.ndarray,
-    tail: np.ndarray,
+    codes: np.ndarray,
     scales: np.ndarray,
-    reach: np.ndarray,
     list_start: np.ndarray,
     list_len: np.ndarray,
     lists: np.ndarray,
     base: np.ndarray,
     qp: np.ndarray,
     keep: int,
-    margin: float = np.inf,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``keep`` best rows of the given sub-lists by their approximate score
-    ``base[list] + scale * (head . qp[:h] + tail . qp[h:])`` (a row's code is its head
-    then its tail).
+    """The ``keep`` best rows of the given sub-lists by ``base[list] + scale * codes . qp``.
 
     Returns ``(arena rows, their approximate scores)``, best first (ties: the earlier row
-    in list order). Scores must be numbers (no NaN).
-
-    A row's tail is read only when it can matter: by Cauchy-Schwarz the tail adds at
-    most ``reach * |qp[h:]|`` (``reach``: the row's scale times its tail's norm), so a
-    row whose head score plus that is not above the ``keep``-th best score so far cannot
-    be kept, and is passed over. With ``margin`` infinite the result is that of scoring
-    every whole code (100K Reuters passages, rank 128, 13,000 rows: the tails of 31% of
-    the rows are read).
-
-    Tails are rarely that aligned with the query, so with a finite ``margin`` the bound
-    is learnt from the query: every row read before the buffer first fills has its tail
-    read (there is no bar yet), and from then on the bound is the largest share of it a
-    tail read so far has reached, times ``margin`` (at most 1). The best lists come first,
-    so those rows are the query's nearest. At 100K the share ends near 0.53 and 13% of
-    the tails are read; on data whose tails follow the query closely, it stays near 1.
-
-    A list's tails are asked for from memory once its heads are scored and read while
-    the next list's heads are, so their cache misses overlap; heads and tails are scored
-    four rows at a time. The scores go into a buffer as they are made, counted only while
-    above the bar, and the buffer is cut back to the best ``keep`` when it fills
-    (``select_kernel._cut``): no array of every score is written or selected from.
+    in list order).
     """
-    if keep <= 0:
-        return np.empty(0, np.int64), np.empty(0, np.float32)
-    cap = max(4 * keep, 64)
-    keys = np.empty(cap + 4, np.float32)  # room for a block of four past a full buffer
-    index = np.empty(cap + 4, np.int64)
-    longest = 0
+    total = 0
     for t in range(lists.shape[0]):
-        longest = max(longest, list_len[lists[t]])
-    # The rows of a list whose tails are read, with their head scores: the list just
-    # scored (``pick``) and the one before it (``ready``), whose tails were asked for a
-    # list ago and are read now, so their cache misses overlap a list's worth of work.
-    pick = np.empty(longest, np.int64)
-    pick_v = np.empty(longest, np.float32)
-    ready = np.empty(longest, np.int64)
-    ready_v = np.empty(longest, np.float32)
-    n_ready = 0
-    held = 0
-    bar = -np.inf  # the keep-th best score so far, once the buffer has filled
-    h = head.shape[1]
-    m = tail.shape[1]
-    qh = qp[:h]
-    qt = qp[h:]
-    qt_norm = 0.0
-    for c in range(m):
-        qt_norm += np.float64(qt[c]) * np.float64(qt[c])
-    # A hair above the bound, so float rounding of either side never passes over a row
-    # that the whole code would keep.
-    bound = np.float32(np.sqrt(qt_norm) * (1.0 + 1e-4) + 1e-30)
-    learnt = margin < np.inf
-    reached = np.float32(0.0)  # the largest share of its bound a tail read has reached
-    share = np.float32(1.0)
+        total += list_len[lists[t]]
+    rows = np.empty(total, np.int64)
+    approx = np.empty(total, np.float32)
+    m = qp.shape[0]
+    at = 0
     n_lists = lists.shape[0]
-    address, width = head.ctypes.data, head.shape[1]
-    tail_address = tail.ctypes.data
+    address, width = codes.ctypes.data, codes.shape[1]
     for t in range(min(_LISTS_AHEAD, n_lists)):
         prefetch_row(address + list_start[lists[t]] * width, list_len[lists[t]] * width)
-    for t in range(n_lists + 1):
-        n_pick = 0
-        if t < n_lists:
-            if t + _LISTS_AHEAD < n_lists:  # the lists are scattered over the arena
-                j = lists[t + _LISTS_AHEAD]
-                prefetch_row(address + list_start[j] * width, list_len[j] * width)
-            j = lists[t]
-            b = base[t]
-            r = list_start[j]
-            end = r + list_len[j]
-            lifted = bound * share
-            while r < end:  # the heads, four rows at a time where the list allows
-                n = min(4, end - r)
-                a0 = np.float32(0.0)
-                a1 = np.float32(0.0)
-                a2 = np.float32(0.0)
-                a3 = np.float32(0.0)
-                if n == 4:
-                    for c in range(h):
-                        x = qh[c]
-                        a0 += np.float32(head[r, c]) * x
-                        a1 += np.float32(head[r + 1, c]) * x
-                        a2 += np.float32(head[r + 2, c]) * x
-                        a3 += np.float32(head[r + 3, c]) * x
-                else:
-                    for c in range(h):
-                        a0 += np.float32(head[r, c]) * qh[c]
-                    if n > 1:
-                        for c in range(h):
-                            a1 += np.float32(head[r + 1, c]) * qh[c]
-                    if n > 2:
-                        for c in range(h):
-                            a2 += np.float32(head[r + 2, c]) * qh[c]
-                for u in range(n):  # noted, without a branch, when the tail may lift it
-                    a = a0 if u == 0 else (a1 if u == 1 else (a2 if u == 2 else a3))
-                    row = r + u
-                    v = b + a * scales[row]
-                    pick[n_pick] = row
-                    pick_v[n_pick] = v
-                    n_pick += v + reach[row] * lifted > bar
-                r += n
-            for u in range(n_pick):
-                prefetch_row(tail_address + pick[u] * m, m)
-        u = 0
-        while u < n_ready:  # the previous list's tails, four at a time where it allows
-            n = min(4, n_ready - u)
-            r0 = ready[u]
-            r1 = ready[u + 1] if n > 1 else r0
-            r2 = ready[u + 2] if n > 2 else r0
-            r3 = ready[u + 3] if n > 3 else r0
-            a0 = np.float32(0.0)
-            a1 = np.float32(0.0)
-            a2 = np.float32(0.0)
-            a3 = np.float32(0.0)
+    for t in range(n_lists):
+        if t + _LISTS_AHEAD < n_lists:  # the lists are scattered over the arena
+            j = lists[t + _LISTS_AHEAD]
+            prefetch_row(address + list_start[j] * width, list_len[j] * width)
+        j = lists[t]
+        b = base[t]
+        start = list_start[j]
+        for r in range(start, start + list_len[j]):
+            acc = np.float32(0.0)
             for c in range(m):
-                x = qt[c]
-                a0 += np.float32(tail[r0, c]) * x
-                a1 += np.float32(tail[r1, c]) * x
-                a2 += np.float32(tail[r2, c]) * x
-                a3 += np.float32(tail[r3, c]) * x
-            for w in range(n):
-                a = a0 if w == 0 else (a1 if w == 1 else (a2 if w == 2 else a3))
-                row = ready[u + w]
-                lift = a * scales[row]
-                if learnt and lift > reached * reach[row] * bound:
-                    reached = lift / (reach[row] * bound)
-                v = ready_v[u + w] + lift
-                keys[held] = v
-                index[held] = row
-                held += v > bar
-            u += n
-            if held >= cap:
-                bar, held = _cut(keys, index, held, keep)
-        if learnt and bar > -np.inf:
-            share = min(np.float32(1.0), np.float32(margin) * reached)
-        pick, ready = ready, pick
-        pick_v, ready_v = ready_v, pick_v
-        n_ready = n_pick
-    if held > keep:
-        _, held = _cut(keys, index, held, keep)
-    order = _descending(keys[:held])
-    return index[:held][order], keys[:held][order]
+                acc += np.float32(codes[r, c]) * qp[c]
+            rows[at] = r
+            approx[at] = b + acc * scales[r]
+            at += 1
+    best = top_k(approx, keep)
+    return rows[best], approx[best]
 
 
 @njit(cache=True, nogil=True)
@@ -559,20 +443,16 @@ def probe_coded(
     list_inv: np.ndarray,
     list_start: np.ndarray,
     list_len: np.ndarray,
-    head: np.ndarray,
-    tail: np.ndarray,
+    codes: np.ndarray,
     scales: np.ndarray,
-    reach: np.ndarray,
     q: np.ndarray,
     basis: np.ndarray,
     budget: int,
     keep: int,
-    margin: float = np.inf,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The coded half of a probe: the slots' sub-lists ranked by the cosine of their mean
     (from its int8 code), the best ones holding ``budget`` cells scored by code; returns
-    the best ``keep`` ``(arena rows, approximate cosines)``, best first (``margin``: see
-    :func:`listed_code_top`)."""
+    the best ``keep`` ``(arena rows, approximate cosines)``, best first."""
     lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
     m = lists.shape[0]
     base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
@@ -595,9 +475,7 @@ def probe_coded(
         order = order[:need]
         lists, base = lists[order], base[order]
     qp = project(q, basis)
-    return listed_code_top(
-        head, tail, scales, reach, list_start, list_len, lists, base, qp, keep, margin
-    )
+    return listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
 
 
 @njit(cache=True, nogil=True)
@@ -611,10 +489,8 @@ def probe_top(
     list_inv: np.ndarray,
     list_start: np.ndarray,
     list_len: np.ndarray,
-    head: np.ndarray,
-    tail: np.ndarray,
+    codes: np.ndarray,
     scales: np.ndarray,
-    reach: np.ndarray,
     row_block: np.ndarray,
     row_in_block: np.ndarray,
     addresses: np.ndarray,
@@ -624,14 +500,13 @@ def probe_top(
     keep: int,
     k: int,
     sds: float = np.inf,
-    margin: float = np.inf,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The scorer's whole probe in one call: :func:`probe_coded`, then the best ``keep``
     scored exactly (or the part of them :func:`exact_prefix` reads with ``sds`` finite);
     returns the best ``k`` ``(arena rows, exact scores)``, best first."""
     picked, approx = probe_coded(
         slots, slot_block, block_first, block_end, list_code, list_scale, list_inv,
-        list_start, list_len, head, tail, scales, reach, q, basis, budget, keep, margin,
+        list_start, list_len, codes, scales, q, basis, budget, keep,
     )  # fmt: skip
     bonus = np.zeros(picked.shape[0], np.float32)
     none = np.empty(0, np.float32)

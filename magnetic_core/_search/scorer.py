@@ -8,9 +8,7 @@ minus its sub-list's mean) projected on the top ``rank`` principal directions of
 residuals, with one scale per cell. A query ranks the probed groups' sub-lists by their
 mean, scores the cells of the best ones as ``q . mean + scale * code . (q P)`` in one
 compiled pass (:mod:`magnetic_core._search.kernels`), and scores the best ``keep`` of
-those exactly from the index's own blocks. A code is kept in two halves, and a cell's
-second half is read only when it could lift the cell into the best ``keep``
-(``TAIL_MARGIN``). The centroids get int8 codes too, so the
+those exactly from the index's own blocks. The centroids get int8 codes too, so the
 centroid stage is one compiled scan of a quarter of the bytes.
 
 Everything is kept per group version. After a write, the groups that changed are *stale*:
@@ -89,16 +87,6 @@ RECODE_ROWS = 256
 # cells: recall@10 0.9857 -> 0.9840, p50 0.735 -> 0.662 ms); per unit of time, the probe
 # budget buys recall back more cheaply than the last rows of the rerank (PROBE_CAP).
 RERANK_SDS = 4.0
-# A code's tail (``scorer_state.head_width``) is read only when the row's head score plus
-# the most its tail can add is above the best ``keep`` so far; the most a tail can add is
-# learnt per query, as this margin times the largest share of its Cauchy-Schwarz bound
-# the query's first tails reached (``kernels.listed_code_top``; infinite: the whole
-# bound, the same results as reading every tail). Measured against reading whole codes
-# (two processes, queries alternated, 300 held-out queries): 100K Reuters p50 -2%, 299
-# of 300 queries with the same hits and scores; 1M synthetic -4%, 300 of 300 the same.
-# With the whole bound: no faster than reading whole codes (31% of the tails are read,
-# each a cache miss of its own).
-TAIL_MARGIN = 1.0
 
 
 class Scorer:
@@ -223,8 +211,7 @@ class Scorer:
             rows = ranges(old.lists.start[first:end], lens)
             means = old.lists.mean[first:end]
             rows_of = old.rows
-            codes = old.codes(rows)
-            coded = Coded(means, lens, codes, rows_of.scale[rows], rows_of.row[rows])
+            coded = Coded(means, lens, rows_of.code[rows], rows_of.scale[rows], rows_of.row[rows])
             new.append(s, key[0], coded)
         new.centroid_code, new.centroid_scale = old.centroid_code, old.centroid_scale
         new.tree = old.tree
@@ -286,7 +273,7 @@ class Scorer:
             "list_mean": st.lists.mean[lists],
             "list_len": st.lists.len[lists],
             "cell_ids": np.array([groups[h].ids[r] for h, r in zip(owner, at)], dtype=np.str_),
-            "code": st.codes(rows),
+            "code": st.rows.code[rows],
             "scale": st.rows.scale[rows],
         }
 
@@ -395,10 +382,8 @@ class Scorer:
         assert self._basis is not None
         st = self._state
         slots, extra_ids, extra = self._without_stale(index, slots, q, keep)
-        args = st.probe_args()[:12]  # up to the codes, their scales and reaches
-        rows, approx = _kernels().probe_coded(
-            slots, *args, q, self._basis, budget, keep, TAIL_MARGIN
-        )
+        args = st.probe_args()[:10]  # up to the codes and their scales
+        rows, approx = _kernels().probe_coded(slots, *args, q, self._basis, budget, keep)
         docs = st.cell_docs(rows, lexical)
         if extra_ids:
             docs = np.concatenate([docs, lexical.numbers(extra_ids)])
@@ -523,7 +508,7 @@ class Scorer:
         slots, extra_ids, extra = self._without_stale(index, slots, q, k)
         args = st.probe_args()
         best, scores = _kernels().probe_top(
-            slots, *args, q, self._basis, budget, keep, k, RERANK_SDS, TAIL_MARGIN
+            slots, *args, q, self._basis, budget, keep, k, RERANK_SDS
         )
         return best, scores, extra_ids, extra
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from magnetic_core._search.centroid_tree import CentroidTree
 from magnetic_core._search.sublists import quantize, ranges
@@ -24,30 +23,13 @@ if TYPE_CHECKING:
 __all__ = ["Coded", "ScorerState", "restore"]
 
 
-def head_width(rank: int) -> int:
-    """Dimensions of a cell's code kept in its *head* (the code's first, most energetic
-    principal directions); the rest is its *tail*, read only for rows that can still be
-    kept (``kernels.listed_code_top``). Half the rank: a row of 64 bytes at rank 128."""
-    return rank - rank // 2
-
-
-def _aligned(shape: tuple[int, ...], dtype: npt.DTypeLike) -> np.ndarray:
-    """``np.empty(shape, dtype)`` starting on a 64-byte boundary, so a row of 64 bytes is
-    one cache line (the code scan reads row heads of 64 bytes)."""
-    dt = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dt.itemsize
-    buf = np.empty(nbytes + 64, np.uint8)
-    at = -buf.ctypes.data % 64
-    return buf[at : at + nbytes].view(dt).reshape(shape)
-
-
 class _Arena:
     """Growable column arrays sharing one row count (capacity doubles when full)."""
 
     def __init__(self, **columns: tuple[tuple[int, ...], type]) -> None:
         self.n = 0
         self.cols: dict[str, np.ndarray] = {
-            name: _aligned((16, *shape), dt) for name, (shape, dt) in columns.items()
+            name: np.empty((16, *shape), dt) for name, (shape, dt) in columns.items()
         }
 
     def append(self, **values: np.ndarray) -> int:
@@ -58,7 +40,7 @@ class _Arena:
         if end > cap:
             cap = max(2 * cap, end)
             for name, col in self.cols.items():
-                grown = _aligned((cap, *col.shape[1:]), col.dtype)
+                grown = np.empty((cap, *col.shape[1:]), col.dtype)
                 grown[:start] = col[:start]
                 self.cols[name] = grown
         for name, value in values.items():
@@ -78,10 +60,8 @@ class ScorerState:
 
     Blocks: one per group version coded (its group, its block kept alive, its lists);
     lists: per sub-list mean (float, and its int8 code and scale, which searches read),
-    1 / |mean|, first row and length; rows: per cell its code in two columns (``head``,
-    the first :func:`head_width` dimensions, and ``tail``), its scale, its ``reach``
-    (scale times the tail's norm: the most the tail can add per unit of the query's), its
-    block and row in that block. ``slot_block[s]`` is the block describing the group
+    1 / |mean|, first row and length; rows: per cell its code,
+    scale, block and row in that block. ``slot_block[s]`` is the block describing the group
     in slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
     """
 
@@ -103,12 +83,9 @@ class ScorerState:
             start=((), np.int64),
             len=((), np.int64),
         )
-        self.head = head_width(rank)
         self.rows = _Arena(
-            head=((self.head,), np.int8),
-            tail=((rank - self.head,), np.int8),
+            code=((rank,), np.int8),
             scale=((), np.float32),
-            reach=((), np.float32),
             block=((), np.int32),
             row=((), np.int32),
             doc=((), np.int64),  # the cell's BM25 document number, -1 until a search asks
@@ -143,21 +120,14 @@ class ScorerState:
                 lists["inv"],
                 lists["start"],
                 lists["len"],
-                rows["head"],
-                rows["tail"],
+                rows["code"],
                 rows["scale"],
-                rows["reach"],
                 rows["block"],
                 rows["row"],
                 blocks["address"],
             )
             self._probe_args = args
         return args
-
-    def codes(self, rows: np.ndarray) -> np.ndarray:
-        """The whole codes of the given rows (head then tail)."""
-        cols = self.rows.cols
-        return np.concatenate([cols["head"][rows], cols["tail"][rows]], axis=1)
 
     def cell_ids(self, rows: np.ndarray) -> list[str]:
         """The ids of the cells of the given rows."""
@@ -312,15 +282,9 @@ class ScorerState:
             cells = np.add.reduceat(lens, np.cumsum(list_counts) - list_counts)
         else:  # groups without sub-lists own no rows
             cells = np.zeros(len(handles), np.int64)
-        code, scale = coded.code, coded.scale
-        tail = code[:, self.head :]
-        # In float64, a hair up: the bound must hold after float32 rounding.
-        tail_norm = np.sqrt(np.einsum("ij,ij->i", tail, tail, dtype=np.float64))
         row0 = self.rows.append(
-            head=code[:, : self.head],
-            tail=tail,
-            scale=scale,
-            reach=(scale * tail_norm * (1.0 + 1e-6)).astype(np.float32),
+            code=coded.code,
+            scale=coded.scale,
             block=np.repeat(handles, cells).astype(np.int32),
             row=coded.rows,
             doc=np.full(coded.rows.shape[0], -1, np.int64),

@@ -280,7 +280,7 @@ def test_a_restore_fills_the_arrays_as_coding_group_by_group_does(data) -> None:
         for j, rj in zip(range(first, end), range(rfirst, rend), strict=True):
             rows = np.arange(st.lists.start[j], st.lists.start[j] + st.lists.len[j])
             rrows = np.arange(src.lists.start[rj], src.lists.start[rj] + src.lists.len[rj])
-            np.testing.assert_array_equal(st.codes(rows), src.codes(rrows))
+            np.testing.assert_array_equal(st.rows.code[rows], src.rows.code[rrows])
             assert (st.rows.block[rows] == h).all()
             # The same cells, found at their rows in the reloaded group's block.
             got = [group.ids[r] for r in st.rows.row[rows].tolist()]
