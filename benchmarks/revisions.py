@@ -57,50 +57,43 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Runs inside the revision's tree; only APIs every measured revision has (benchmarks.common's
 # VectorsOnly/in_memory/unpersisted/add_in_batches, MagneticMemory.search(vector=, k=)).
-PROBE = r"""
+# Arguments: vectors (.npz), texts (.json, or "-" for empty ones), warm-up queries.
+_CHILD = r"""
 import json, sys, time
 import numpy as np
 from benchmarks import common
 data = np.load(sys.argv[1])
-texts = json.loads(open(sys.argv[2]).read())
 base, queries, warmup = data["base"], data["queries"], int(sys.argv[3])
+texts = [""] * len(base) if sys.argv[2] == "-" else json.loads(open(sys.argv[2]).read())
 memory = common.unpersisted(common.in_memory(common.VectorsOnly("bench-minilm", base.shape[1])))
 ingest = common.add_in_batches(memory, texts, base, 1000, [f"c{i}" for i in range(len(base))])
 for i in range(min(warmup, len(queries))):
     memory.search(vector=queries[i], k=10)
-lat, found = [], []
-for q in queries:
-    t0 = time.perf_counter()
-    hits = memory.search(vector=q, k=10)
-    lat.append(time.perf_counter() - t0)
-    found.append([h.score for h in hits])
-print(json.dumps({"lat": lat, "found": found, "ingest_s": ingest,
-                  "groups": memory.stats().groups}))
-"""
-
-
-# A revision's store built once, then a pass over the queries each time a line comes in.
-SERVE = r"""
-import json, sys, time
-import numpy as np
-from benchmarks import common
-data = np.load(sys.argv[1])
-base, queries, warmup = data["base"], data["queries"], int(sys.argv[2])
-memory = common.unpersisted(common.in_memory(common.VectorsOnly("bench-minilm", base.shape[1])))
-ingest = common.add_in_batches(memory, [""] * len(base), base, 1000,
-                               [f"c{i}" for i in range(len(base))])
-for i in range(min(warmup, len(queries))):
-    memory.search(vector=queries[i], k=10)
-print("@@" + json.dumps({"ingest_s": ingest, "groups": memory.stats().groups}), flush=True)
-for _ in sys.stdin:
+def one_pass():
     lat, found = [], []
     for q in queries:
         t0 = time.perf_counter()
         hits = memory.search(vector=q, k=10)
         lat.append(time.perf_counter() - t0)
         found.append([h.score for h in hits])
-    print("@@" + json.dumps({"lat": lat, "found": found}), flush=True)
+    return {"lat": lat, "found": found}
 """
+# One pass, then the process ends.
+PROBE = (
+    _CHILD
+    + """
+print(json.dumps({**one_pass(), "ingest_s": ingest, "groups": memory.stats().groups}))
+"""
+)
+# The store built once, then a pass each time a line comes in (``--alternate``).
+SERVE = (
+    _CHILD
+    + """
+print("@@" + json.dumps({"ingest_s": ingest, "groups": memory.stats().groups}), flush=True)
+for _ in sys.stdin:
+    print("@@" + json.dumps(one_pass()), flush=True)
+"""
+)
 
 
 # Persisted ingest in a revision's tree (kind "magnetic") or Chroma alone (kind "chroma").
@@ -234,7 +227,7 @@ def alternated(
         try:
             for rev, tree in trees.items():  # built one after the other: no overlap
                 procs[rev] = subprocess.Popen(
-                    [sys.executable, "-c", SERVE, str(data), "50"], cwd=tree, text=True,
+                    [sys.executable, "-c", SERVE, str(data), "-", "50"], cwd=tree, text=True,
                     env={**env, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                 )  # fmt: skip
