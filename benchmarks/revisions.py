@@ -18,11 +18,12 @@ in one run, with the same vectors and queries:
   revision's process builds its store once and stays up, and ``--rounds`` passes over the
   queries alternate between them (A B, then B A, ...). Each pass's p50 is divided by the
   first revision's in the same round, and the median of those ratios is reported with the
-  share of queries whose ten scores equal the first revision's (to 1e-6). On a shared
-  host whose speed drifts over minutes this is the tighter comparison: a pass takes a
-  fraction of a second of the other's neighbourhood. ``--synthetic N`` adds the
-  structured synthetic set of ``benchmarks.synthetic`` at N cells (queries held out as
-  ``latency_recall`` draws them);
+  share of queries whose ten scores equal the first revision's (to 1e-6). Each pass runs
+  within a second of the other revision's, so on a shared host whose speed drifts over
+  minutes both see the same machine. What stays fixed for a process's life (where its
+  pages landed) stays with its revision: at 1M, run the pair in both orders.
+  ``--synthetic N`` adds the structured synthetic set of ``benchmarks.synthetic`` at N
+  cells (queries held out as ``latency_recall`` draws them). The cells' texts are empty;
 - **SciFact** (``--scifact``): the revision's own ``benchmarks.scifact`` (nDCG@10 of its rows);
 - **persisted ingest** (``--ingest N``): the first N vectors of the same split with their
   passages, added in batches of 1000 to the revision's MagneticMemory on a fresh embedded
@@ -381,6 +382,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.synthetic and not args.alternate:
         ap.error("--synthetic needs --alternate")
+    if args.texts and args.alternate:
+        ap.error("--alternate stores empty texts: leave out --texts")
     scratch = Path(tempfile.mkdtemp(prefix="magnetic-revs-"))
     trees, names = checkouts(args, scratch)
     sizes = [int(s) for s in args.sizes.split(",") if s]
