@@ -13,7 +13,10 @@ buckets above it and of that one is kept, in index order), then a stable *LSD ra
 of the kept entries on their 32 bits (four passes of one byte). Both are exact: bucket
 numbers fall as scores rise (correctly rounded subtraction and product are monotonic), so
 the best ``k`` are all kept, and the radix sort orders by score with ties in index order.
-Other inputs (float64, infinities, very short arrays) keep a buffer cut back to the best
+Long float32 inputs of which only a small share is wanted (a query's best 128 of 13,000
+code scores) skip the histogram: a bar drawn from a sample of the scores keeps about twice
+``k`` of them in one pass, and those are radix sorted (:func:`_sampled_top_k`).
+Other inputs (float64, short arrays, infinities the buckets cannot span) keep a buffer cut back to the best
 ``k`` by a partition when it fills. Either way the result is a stable sort's first ``k``:
 ties go to the lower index, and NaN ranks after every number.
 """
@@ -36,6 +39,14 @@ _PER_BUCKET = 8
 # entries fail the buffer's bar at once (a well-predicted branch) and its cuts are few.
 _BUCKETS_FROM_SHARE = 256
 _MAX_BUCKETS = 4096
+# Float32 inputs at least this long, of which k is at most 1/_SAMPLED_FROM_SHARE, are
+# selected through a bar drawn from a sample (_sampled_top_k): about _SAMPLE entries at
+# an even stride, and the bar their (_SAMPLE_MARGIN * k / stride + 4)-th best, so that
+# about twice k entries reach it (fewer than k once in thousands of calls).
+_SAMPLED_FROM = 2048
+_SAMPLED_FROM_SHARE = 16
+_SAMPLE = 1024
+_SAMPLE_MARGIN = 2
 
 
 @njit(cache=True, nogil=True)
@@ -101,11 +112,63 @@ def top_k(values: np.ndarray, k: int) -> np.ndarray:
     k = min(k, n)
     if k <= 0:
         return np.empty(0, np.int64)
-    if _is_float32(values) and _RADIX_FROM <= n < 1 << 31 and k * _BUCKETS_FROM_SHARE >= n:
-        lo, hi, nans = _finite_range(values)
-        if lo <= hi and hi - lo < np.inf:  # every number finite (and at least one)
-            return _bucket_top_k(values, k, lo, hi, nans)
+    if _is_float32(values) and _RADIX_FROM <= n < 1 << 31:
+        values = np.ascontiguousarray(values)  # (read through a view of its bits)
+        if n >= _SAMPLED_FROM and k * _SAMPLED_FROM_SHARE <= n:
+            best = _sampled_top_k(values, k)
+            if best.shape[0] == k:
+                return best
+        if k * _BUCKETS_FROM_SHARE >= n:
+            lo, hi, nans = _finite_range(values)
+            if lo <= hi and hi - lo < np.inf:  # every number finite (and at least one)
+                return _bucket_top_k(values, k, lo, hi, nans)
     return _buffered_top_k(values, k)
+
+
+@njit(cache=True, nogil=True)
+def _sampled_top_k(values: np.ndarray, k: int) -> np.ndarray:
+    """:func:`top_k` of float32 ``values`` (``0 < k``, ``_SAMPLED_FROM <= n``) through a bar
+    drawn from a sample, or an empty array when the bar kept fewer than ``k`` entries or
+    far more than expected (the caller then selects another way).
+
+    The sample is every ``stride``-th entry; its ``j``-th best number is the bar, with
+    ``j`` such that about ``_SAMPLE_MARGIN * k`` entries are expected to reach it. One pass
+    keeps every entry at or above the bar, in index order, without data-dependent branches
+    (a NaN never reaches it); when at least ``k`` did, the k-th best is among them (it is
+    at least the bar), with every entry tied with it, so a stable radix sort of the kept
+    entries gives exactly a stable sort's first ``k``. The best 128 of a query's 13,000
+    code scores, in the scan that wrote them (1M synthetic
+    cells, a stream of queries): 76 us by buckets, 45 us so.
+    """
+    n = values.shape[0]
+    stride = n // _SAMPLE
+    sample = np.empty((n + stride - 1) // stride, np.float32)
+    m = 0
+    for i in range(0, n, stride):
+        v = values[i]
+        sample[m] = v
+        m += v == v  # NaNs left out
+    j = _SAMPLE_MARGIN * k // stride + 4
+    if j > m:
+        return np.empty(0, np.int64)
+    bar = _kth_smallest(sample[:m], m - j)
+    cap = 4 * (j + 1) * stride + k
+    keys = np.empty(cap + 1, np.int64)
+    index = np.empty(cap + 1, np.int64)
+    bits = values.view(np.uint32)
+    at = 0
+    for i in range(n):
+        keys[at] = bits[i]
+        index[at] = i
+        at += values[i] >= bar
+        if at == cap:  # a bar far too low (many ties at it): select another way
+            return np.empty(0, np.int64)
+    if at < k:
+        return np.empty(0, np.int64)
+    keys = keys[:at]
+    for t in range(at):
+        keys[t] = _descending_key(np.uint32(keys[t]))
+    return _radix_order(keys, index[:at])[:k]
 
 
 @njit(cache=True, nogil=True)
@@ -192,11 +255,12 @@ def _bucket_top_k(
             break
     keys = np.empty(held, np.int64)
     index = np.empty(held, np.int64)
+    bits = values.view(np.uint32)
     at = 0
     for i in range(n):
         v = values[i]
         if v == v and min(np.int64((top - v) * scale), buckets - 1) <= last:
-            keys[at] = _descending_key(v)
+            keys[at] = _descending_key(bits[i])
             index[at] = i
             at += 1
     best = _radix_order(keys, index)[: min(k, held)]
@@ -207,12 +271,15 @@ def _bucket_top_k(
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _descending_key(v: np.float32) -> np.int64:
-    """An unsigned 32-bit key (in an int64) that is smaller the larger the float32 ``v``
-    (not NaN; -0.0 and 0.0 get the same key)."""
-    bits = np.int64(np.array([v + np.float32(0.0)]).view(np.uint32)[0])
-    sign = bits >> 31
-    ascending = bits ^ (0x80000000 | (sign * 0x7FFFFFFF))
+def _descending_key(bits: np.uint32) -> np.int64:
+    """An unsigned 32-bit key (in an int64) that is smaller the larger the float32 whose
+    bits are ``bits`` (not NaN; -0.0 and 0.0 get the same key). Read from a uint32 view of
+    the scores: a one-entry array per key, as before, cost 60 ns a key (500 keys: 29 us
+    against 2.6 us)."""
+    b = np.int64(bits)
+    b = 0 if b == 0x80000000 else b  # -0.0 sorts as 0.0
+    sign = b >> 31
+    ascending = b ^ (0x80000000 | (sign * 0x7FFFFFFF))
     return 0xFFFFFFFF - ascending
 
 

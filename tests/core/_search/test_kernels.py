@@ -478,6 +478,58 @@ def test_top_k_by_buckets_agrees_with_a_stable_sort(n: int, k: int, seed: int, k
     np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))
 
 
+
+@SETTINGS
+@given(
+    st.integers(2048, 30_000),
+    st.integers(1, 1875),
+    st.integers(0, 2**31),
+    st.sampled_from(["normal", "ties", "constant", "nans", "zeros", "infinite"]),
+    st.sampled_from(["as drawn", "ascending", "descending"]),
+)
+def test_top_k_through_a_sampled_bar_agrees_with_a_stable_sort(
+    n: int, k: int, seed: int, kind: str, arranged: str
+) -> None:
+    # Float32 inputs of 2,048 values or more with k at most a sixteenth of them (a query's
+    # best 128 of 13,000 code scores) are selected by a bar drawn from a sample; a bar
+    # that keeps too few or far too many (all values tied) falls back to buckets.
+    from magnetic_core._search.select_kernel import _sampled_top_k
+
+    rng = np.random.default_rng(seed)
+    k = min(k, n // 16)
+    values = rng.standard_normal(n).astype(np.float32)
+    if kind == "ties":
+        values = np.round(values, 1)
+    elif kind == "constant":
+        values = np.full(n, 0.5, np.float32)
+    elif kind == "nans":
+        values[rng.random(n) < float(rng.choice([0.1, 0.97]))] = np.nan
+    elif kind == "zeros":
+        values = np.where(rng.random(n) < 0.5, np.float32(0.0), np.float32(-0.0))
+        values[rng.random(n) < 0.01] = 1.0
+    elif kind == "infinite":
+        values[rng.random(n) < 0.02] = np.inf
+        values[rng.random(n) < 0.02] = -np.inf
+    if arranged == "ascending":
+        values = np.sort(values)
+    elif arranged == "descending":
+        values = np.sort(values)[::-1].copy()
+    np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))
+    sampled = _sampled_top_k(values, k)
+    assert sampled.shape[0] in (0, k)
+    if sampled.shape[0]:
+        np.testing.assert_array_equal(sampled, _ref_top(values, k))
+    if kind == "constant":  # every value reaches the bar: selected another way
+        assert sampled.shape[0] == 0
+
+
+def test_top_k_of_a_query_sized_input_goes_through_the_sampled_bar() -> None:
+    from magnetic_core._search.select_kernel import _sampled_top_k
+
+    values = np.random.default_rng(3).standard_normal(13_000).astype(np.float32)
+    np.testing.assert_array_equal(_sampled_top_k(values, 128), _ref_top(values, 128))
+
+
 @SETTINGS
 @given(st.integers(0, 5000), st.integers(0, 300), st.integers(0, 2**31))
 def test_top_k_of_long_arrays_in_any_order(n: int, k: int, seed: int) -> None:
