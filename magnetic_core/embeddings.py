@@ -116,6 +116,11 @@ class VectorsOnly:
         return f"{type(self).__name__}(dim={self._dim}, name={self._name!r})"
 
 
+# Squared norms a query vector may have to be scaled directly: far from float64's limits,
+# so the square itself lost nothing to overflow or underflow (NaN and infinity fail both).
+_SQUARE_LOW, _SQUARE_HIGH = 1e-280, 1e280
+
+
 def validate_vectors(vectors: Any, dim: int | None, *, what: str = "vector") -> np.ndarray:
     """Return ``vectors`` as an (n, dim) float32 array of unit rows, or raise naming the bad row.
 
@@ -134,12 +139,12 @@ def validate_vectors(vectors: Any, dim: int | None, *, what: str = "vector") -> 
             f"{what}s must be numeric arrays of equal length", hint="pass lists of floats"
         ) from e
     if arr.ndim == 1:
-        if arr.shape[0] == dim and 0.0 < (top := float(np.abs(arr).max())) < math.inf:
-            # One finite, non-zero vector of the right size (a query): the checks below
-            # pass, and unit_rows' arithmetic is done on the row directly (same result).
-            unit = arr / top
-            unit /= math.sqrt(float(np.add.reduce(unit * unit)))
-            return unit.astype(np.float32)[None, :]
+        if arr.shape[0] == dim and _SQUARE_LOW < (square := float(arr @ arr)) < _SQUARE_HIGH:
+            # One finite, non-zero vector of the right size (a query), whose squared norm
+            # neither overflows nor underflows: the checks below pass, and it is scaled
+            # by its norm directly (unit_rows' first division by the largest entry only
+            # keeps extreme magnitudes in range). Three array operations, not seven.
+            return (arr * (1.0 / math.sqrt(square))).astype(np.float32)[None, :]
         arr = arr[None, :]
     if arr.ndim != 2:
         raise DimensionError(f"{what}s must be a 2-D array, got shape {arr.shape}")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields
-from typing import Any, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
 
 __all__ = [
     "EXPANDED_FROM_KEY",
@@ -27,8 +27,6 @@ GROUP_LABEL_KEY = "magnetic_group_label"
 """Metadata key of a result's concept group label."""
 EXPANDED_FROM_KEY = "magnetic_expanded_from"
 """Metadata key of a group expansion: the id of the hit it expands."""
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -163,12 +161,10 @@ class _GroupLabel:
 setattr(Hit, "group_label", _GroupLabel())  # noqa: B010 - not a field default (see above)
 
 
-def lazy_hit(label_of: Callable[[], str], values: dict[str, Any]) -> Hit:
-    """A :class:`Hit` of the other fields' ``values`` (built as :func:`made` does) whose
-    ``group_label`` is ``label_of()``, called the first time the label is read (internal;
-    for the hits a search returns). ``values`` is taken over."""
-    values[_LABEL_OF] = label_of
-    return made(Hit, values)
+def defer_label(hit: Hit, label_of: Callable[[], str]) -> None:
+    """Leave ``hit.group_label`` to ``label_of()``, called the first time the label is read
+    (internal; for the hits a search returns, before anyone else sees them)."""
+    hit.__dict__[_LABEL_OF] = label_of
 
 
 @dataclass(frozen=True)
@@ -316,35 +312,3 @@ class CompactionReport:
     def done(self) -> bool:
         """Whether the compacted collection was swapped in."""
         return not self.skipped
-
-
-def made(cls: type[_T], values: Mapping[str, Any] | None = None, /, **more: Any) -> _T:
-    """An instance of one of the frozen dataclasses above from its field values (a mapping,
-    keyword arguments, or both), without the generated ``__init__`` (internal; for the
-    views search builds for every hit).
-
-    A frozen ``__init__`` sets each field through ``object.__setattr__``: 2.5 us for a
-    :class:`Cell`, 10 of them per search, against 0.5 us here given a dict. Fields not given
-    take their defaults (every field here that can be left out has a plain default); the
-    instance is equal to, and as frozen as, the one ``cls(**values)`` makes.
-    """
-    obj = object.__new__(cls)
-    state = obj.__dict__
-    defaults = _DEFAULTS.get(cls)
-    state.update(_defaults(cls) if defaults is None else defaults)
-    if values is not None:
-        state.update(values)
-    if more:
-        state.update(more)
-    return obj
-
-
-def _defaults(cls: type) -> dict[str, Any]:
-    found = _DEFAULTS.get(cls)
-    if found is None:
-        found = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
-        _DEFAULTS[cls] = found
-    return found
-
-
-_DEFAULTS: dict[type, dict[str, Any]] = {}

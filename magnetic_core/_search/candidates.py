@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from magnetic_core._search.search import SearchPlan
     from magnetic_core._search.stages import Stages
 
-__all__ = ["Candidate", "candidates"]
+__all__ = ["Candidate", "candidates", "by_cosine"]
 
 
 @dataclass(slots=True)
@@ -84,6 +84,23 @@ def candidates(
         for (cid, score, boost, lex, context), group, csim, by in zip(
             picked, groups, csims, found_by, strict=True
         )
+    ]
+
+
+def by_cosine(
+    index: HierIndex, plan: SearchPlan, stages: Stages, ids: list[str], scores: np.ndarray
+) -> list[Candidate]:
+    """Candidates ranked by their cosine alone (no boost, BM25 or thread lift): a plain
+    vector query's answer, as :func:`candidates` makes it, without the rows in between."""
+    values = scores.tolist()
+    if plan.routes:
+        picked = [(c, s, 0.0, 0.0, 0.0) for c, s in zip(ids, values, strict=True)]
+        return candidates(index, plan, stages, picked, False)
+    loc = index.loc
+    probed = len(stages.slots)
+    return [
+        Candidate(cid, loc[cid], s, s, 0.0, (), 0.0, False, probed)
+        for cid, s in zip(ids, values, strict=True)
     ]
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnetic_core._index.index import HierIndex
-from magnetic_core._search.candidates import Candidate, candidates
+from magnetic_core._search.candidates import Candidate, by_cosine, candidates
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
 from magnetic_core._search.fusion import rank, settle, settled_rank
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
@@ -245,8 +245,7 @@ def _coded(
     if plain:
         found = scorer.probe(index, stages.slots, q, budget, keep, plan.k)
         if len(found[0]) >= plan.k and not _threaded(catalog, plan):
-            picked = [(c, float(s), 0.0, 0.0, 0.0) for c, s in zip(*found, strict=True)]
-            return candidates(index, plan, stages, picked, False)
+            return by_cosine(index, plan, stages, *found)
         pool = Pool(*found)
     elif not plan.exclude and not _threaded(catalog, plan):
         # The other stages join the pool by BM25 document number (array operations); the

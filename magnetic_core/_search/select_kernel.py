@@ -16,9 +16,9 @@ the best ``k`` are all kept, and the radix sort orders by score with ties in ind
 Long float32 inputs of which only a small share is wanted (a query's best 128 of 13,000
 code scores) skip the histogram: a bar drawn from a sample of the scores keeps about twice
 ``k`` of them in one pass, and those are radix sorted (:func:`_sampled_top_k`).
-Other inputs (float64, short arrays, infinities the buckets cannot span) keep a buffer cut back to the best
-``k`` by a partition when it fills. Either way the result is a stable sort's first ``k``:
-ties go to the lower index, and NaN ranks after every number.
+Other inputs (float64, short arrays, infinities the buckets cannot span) keep a buffer cut
+back to the best ``k`` by a partition when it fills. Either way the result is a stable
+sort's first ``k``: ties go to the lower index, and NaN ranks after every number.
 """
 
 from __future__ import annotations

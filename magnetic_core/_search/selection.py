@@ -27,7 +27,7 @@ from magnetic_core._search.restricted import search_restricted
 from magnetic_core._search.scorer import Scorer
 from magnetic_core._search.search import SearchPlan, run_search
 from magnetic_core._search.topk import maximal_marginal_relevance
-from magnetic_core._search.views import cell_view, hit_view
+from magnetic_core._search.views import cell_view, hit_view, hit_views
 from magnetic_core._store.catalog import Catalog
 from magnetic_core.types import Hit, Route
 
@@ -77,11 +77,11 @@ def select_hits(
         order = maximal_marginal_relevance(plan.vector, vectors, plan.k, selection.mmr_lambda)
         found = [found[i] for i in order]
     if not selection.expand:
-        return [hit_view(index, catalog, c, explain, label_of) for c in found]
+        return hit_views(catalog, found, explain, label_of)
     shown = {c.id for c in found}
     hits: list[Hit] = []
     for cand in found:
-        hits.append(hit_view(index, catalog, cand, explain, label_of))
+        hits.append(hit_view(catalog, cand, explain, label_of))
         hits.extend(_expansion(index, catalog, plan, cand, selection.expand, shown, explain))
     return hits
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -12,34 +13,48 @@ from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._search.candidates import Candidate
 from magnetic_core._sleep.supersession import superseded_by
 from magnetic_core._store.catalog import Catalog
-from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats, lazy_hit, made
+from magnetic_core._store.record import CellRecord
+from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats, defer_label
 
-__all__ = ["cell_view", "group_info", "hit_view", "merge_plan", "stats_view"]
+__all__ = ["cell_view", "group_info", "hit_view", "hit_views", "merge_plan", "stats_view"]
+
+_new = object.__new__
 
 
 def cell_view(index: HierIndex, catalog: Catalog, cid: str) -> Cell:
     """The frozen public view of one stored cell (metadata copied)."""
-    record = catalog.records[cid]
-    values = {
-        "id": cid,
-        "text": record.text,
-        "metadata": dict(record.metadata),
-        "group_id": index.loc[cid].gid,
-        "entities": record.entities,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-    }
+    return _cell(cid, catalog.records[cid], index.loc[cid].gid)
+
+
+def _cell(cid: str, record: CellRecord, gid: str) -> Cell:
+    """:func:`cell_view` of a record already looked up.
+
+    Built as :func:`~magnetic_core.types.made` builds, with every field given in one
+    ``update`` (a search builds ten: 2.0 us a cell against 3.6 us through a dict of values
+    and the defaults)."""
     links = record.contradictions
+    contradictions: tuple[dict[str, Any], ...] = ()
+    newer = None
     if links:  # most cells have none: nothing to copy or read
         newer = superseded_by(links)
-        values["contradictions"] = tuple(dict(link) for link in links)
-        values["superseded_by"] = newer[0] if newer else None
-        values["superseded_at"] = newer[1] if newer else None
-    return made(Cell, values)
+        contradictions = tuple(dict(link) for link in links)
+    cell = _new(Cell)
+    cell.__dict__.update(
+        id=cid,
+        text=record.text,
+        metadata=dict(record.metadata),
+        group_id=gid,
+        entities=record.entities,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        contradictions=contradictions,
+        superseded_by=newer[0] if newer else None,
+        superseded_at=newer[1] if newer else None,
+    )
+    return cell
 
 
 def hit_view(
-    index: HierIndex,
     catalog: Catalog,
     found: Candidate,
     explain: bool,
@@ -51,29 +66,49 @@ def hit_view(
     to be worked out the first time it is read; without it, it is read from the catalog
     now.
     """
-    group = found.group
-    route = None
-    if explain:
-        route = Route(
-            stages=found.stages,
-            centroid_similarity=found.centroid_similarity,
-            boost=found.boost,
-            lexical=found.lexical,
-            fallback_ran=found.fallback_ran,
-            probed_groups=found.probed_groups,
-            context=found.context,
+    return hit_views(catalog, [found], explain, label_of)[0]
+
+
+def hit_views(
+    catalog: Catalog,
+    found: list[Candidate],
+    explain: bool,
+    label_of: Callable[[str, int, list[str]], str] | None = None,
+) -> list[Hit]:
+    """:func:`hit_view` of each candidate, in order (one loop: every search builds its
+    ten hits here, and the per-hit calls cost more than the hits themselves)."""
+    records = catalog.records
+    hits = []
+    for cand in found:
+        group = cand.group
+        gid = group.gid
+        route = None
+        if explain:
+            route = Route(
+                stages=cand.stages,
+                centroid_similarity=cand.centroid_similarity,
+                boost=cand.boost,
+                lexical=cand.lexical,
+                fallback_ran=cand.fallback_ran,
+                probed_groups=cand.probed_groups,
+                context=cand.context,
+            )
+        hit = _new(Hit)
+        state = hit.__dict__
+        state.update(
+            cell=_cell(cand.id, records[cand.id], gid),
+            score=cand.score,
+            rank_score=cand.rank_score,
+            group_id=gid,
+            route=route,
+            expanded_from=None,
         )
-    values = {
-        "cell": cell_view(index, catalog, found.id),
-        "score": found.score,
-        "rank_score": found.rank_score,
-        "group_id": group.gid,
-        "route": route,
-    }
-    if label_of is not None:
-        return lazy_hit(partial(label_of, group.gid, group.version, group.ids), values)
-    values["group_label"] = catalog.label(group.gid, group.version, group.ids)[0]
-    return made(Hit, values)
+        if label_of is not None:
+            defer_label(hit, partial(label_of, gid, group.version, group.ids))
+        else:
+            state["group_label"] = catalog.label(gid, group.version, group.ids)[0]
+        hits.append(hit)
+    return hits
 
 
 def group_info(index: HierIndex, catalog: Catalog, group: Group) -> GroupInfo:

@@ -97,20 +97,27 @@ def test_the_adapters_metadata_keys_are_distinct_and_namespaced():
     assert len(set(keys)) == 3 and all(k.startswith("magnetic_") for k in keys)
 
 
-def test_views_made_without_init_equal_and_stay_frozen_like_constructed_ones() -> None:
-    import dataclasses
-
-    import pytest
-
-    from magnetic_core.types import Cell, Hit, made
-
-    cell = made(Cell, id="a", text="t", metadata={"k": 1}, group_id="g", created_at=2.0)
-    assert cell == Cell("a", "t", {"k": 1}, "g", created_at=2.0)
-    assert cell.superseded_by is None and cell.contradictions == ()
-    hit = made(Hit, cell=cell, score=0.5, rank_score=0.6, group_id="g", group_label="x")
-    assert hit == Hit(cell, 0.5, 0.6, "g", "x") and hit.expanded_from is None
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        hit.score = 1.0  # type: ignore[misc]
+def test_the_cells_and_hits_a_search_builds_equal_constructed_ones_and_stay_frozen(tmp_path):
+    with MagneticMemory(path=str(tmp_path), embedder=HashingEmbedder()) as mem:
+        mem.add(["green tea at noon", "coffee at dawn"], [{"k": 1}, {"k": 2}], ids=["a", "b"])
+        hit = mem.search("green tea", k=1)[0]
+        cell = hit.cell
+        rebuilt = Cell(**{f.name: getattr(cell, f.name) for f in dataclasses.fields(Cell)})
+        assert cell == rebuilt and cell == mem.get(["a"])[0]
+        assert (cell.id, cell.metadata, cell.contradictions, cell.superseded_by) == (
+            "a",
+            {"k": 1},
+            (),
+            None,
+        )
+        assert hit == Hit(cell, hit.score, hit.rank_score, hit.group_id, hit.group_label)
+        assert hit.group_id == cell.group_id and hit.expanded_from is None and hit.route is None
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            hit.score = 1.0  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            cell.text = "changed"  # type: ignore[misc]
+        cell.metadata["k"] = 5  # the hit holds a copy: the stored cell is untouched
+        assert mem.get(["a"])[0].metadata == {"k": 1}
 
 
 def test_a_hits_group_label_is_worked_out_when_first_read_and_travels_with_it(tmp_path):
