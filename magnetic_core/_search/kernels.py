@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from magnetic_core._search.pointers import EXACT_FAST, dot_at, prefetch_row
-from magnetic_core._search.select_kernel import top_k
+from magnetic_core._search.select_kernel import best_holding, top_k
 
 __all__ = [
     "block_scores",
@@ -365,7 +365,7 @@ def probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: i
     if n_probe >= n:
         return np.arange(n)
     want = _wanted(sizes, n_probe, min_cells)
-    return _enough(top_k(sims, want), sizes, n_probe, min_cells)
+    return _best_enough(sims, np.arange(n), sizes, n_probe, min_cells, want)
 
 
 @njit(cache=True, nogil=True)
@@ -390,6 +390,34 @@ def _enough(cand: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int) -
         held += sizes[cand[need]]
         need += 1
     return cand[: max(n_probe, need)]
+
+
+@njit(cache=True, nogil=True)
+def _best_enough(
+    sims: np.ndarray,
+    slot_of: np.ndarray,
+    sizes: np.ndarray,
+    n_probe: int,
+    min_cells: int,
+    want: int,
+) -> np.ndarray:
+    """``_enough(slot_of[top_k(sims, want)], ...)``, ranking first only as many entries as
+    groups of the mean size would need to hold ``min_cells``, with a quarter to spare, and
+    all ``want`` only when those fall short: ordering costs per entry ranked, and the
+    slots taken are the same either way (a stable sort's prefix)."""
+    want = min(want, sims.shape[0])
+    first = want
+    if min_cells > 0:
+        mean = max(np.float64(sizes.sum()) / sizes.shape[0], 1.0)
+        first = min(want, max(n_probe, int(np.ceil(1.25 * min_cells / mean)) + 8))
+    best = top_k(sims, first)
+    if first < want:
+        held = 0
+        for t in range(first):
+            held += sizes[slot_of[best[t]]]
+        if held < min_cells:
+            best = top_k(sims, want)
+    return _enough(slot_of[best], sizes, n_probe, min_cells)
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
@@ -421,7 +449,7 @@ def tree_groups(
     reach = spread * want
     if 2 * reach >= n:
         sims = code_scores(rows, row_scale, q)
-        return _enough(members[top_k(sims, want)], sizes, n_probe, min_cells)
+        return _best_enough(sims, members, sizes, n_probe, min_cells, want)
     clusters = top_k(code_scores(tree_code, tree_scale, q), tree_scale.shape[0])
     held = 0
     taken = 0
@@ -442,7 +470,7 @@ def tree_groups(
             cand[at] = members[u]
             sims[at] = acc * row_scale[u]
             at += 1
-    return _enough(cand[top_k(sims, want)], sizes, n_probe, min_cells)
+    return _best_enough(sims, cand, sizes, n_probe, min_cells, want)
 
 
 @njit(cache=True, nogil=True)
@@ -492,26 +520,13 @@ def probe_coded(
     (from its int8 code), the best ones holding ``budget`` cells scored by code; returns
     the best ``keep`` ``(arena rows, approximate cosines)``, best first."""
     lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
-    m = lists.shape[0]
     base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
     if total > budget:
-        # The best lists until they hold the budget: ranked only as far as lists of the
-        # mean length would need, with a quarter to spare (all of them when that falls
-        # short), since ordering fresh scores costs per entry ranked (810 lists: 33 us all
-        # of them, 21 us the best 500). The lists taken are the same either way.
-        want = min(m, int(budget * m / total * 1.25) + 8)
-        while True:
-            order = top_k(cos, want)
-            held = 0
-            need = 0
-            while need < want and held < max(budget, 1):
-                held += list_len[lists[order[need]]]
-                need += 1
-            if held >= budget or want == m:
-                break
-            want = m
-        order = order[:need]
-        lists, base = lists[order], base[order]
+        # The best lists until they hold the budget, read in place (slot by slot, each
+        # group's lists adjacent in the arena) rather than ranked: the same lists, the
+        # same scores, and the ordering of 900 scores saved.
+        taken = best_holding(cos, list_len[lists], max(budget, 1))
+        lists, base = lists[taken], base[taken]
     qp = project(q, basis)
     return listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
 

@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-__all__ = ["top_k"]
+__all__ = ["best_holding", "top_k"]
 
 _MIN_BUFFER = 64
 # Shortest float32 input selected by buckets and radix sort (below, the four counting
@@ -47,6 +47,8 @@ _SAMPLED_FROM = 2048
 _SAMPLED_FROM_SHARE = 16
 _SAMPLE = 1024
 _SAMPLE_MARGIN = 2
+# The sample's bar is found by insertion up to this rank, by selection past it.
+_INSERTED_UP_TO = 64
 
 
 @njit(cache=True, nogil=True)
@@ -126,6 +128,78 @@ def top_k(values: np.ndarray, k: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def best_holding(values: np.ndarray, weights: np.ndarray, budget: int) -> np.ndarray:
+    """The positions, ascending, of the first entries of ``values`` in :func:`top_k`'s order
+    (best first, ties to the lower index, NaN last) until their ``weights`` (non-negative)
+    sum to ``budget`` or more; every position when they all hold less.
+
+    A probe's sub-lists until they hold its cell budget: which ones, not their order, since
+    the scan then reads them in place (900 lists' scores: the best 566 ranked by
+    :func:`top_k` 16.5 us; the lists that hold 13,000 cells found so 6.2 us). The numbers
+    go into buckets by value; the buckets above the one where the budget is reached are
+    taken whole, and that one's entries are ordered among themselves.
+    """
+    n = values.shape[0]
+    lo, hi, nans = _finite_range(values)
+    if not (lo <= hi and hi - lo < np.inf):  # no number, or an infinite one: rank them all
+        order = top_k(values, n)
+        taken = 0
+        held = 0
+        while taken < n and held < budget:
+            held += weights[order[taken]]
+            taken += 1
+        return np.sort(order[:taken])
+    buckets = min(_MAX_BUCKETS, max(16, (n - nans) // _PER_BUCKET))
+    width = np.float64(hi) - np.float64(lo)
+    scale = (buckets - 1) / width if width > 0.0 else 0.0
+    # Bucket b holds the numbers at or above the buckets below it (the map is monotonic);
+    # bucket -1 holds the NaNs.
+    bucket = np.empty(n, np.int32)
+    held_in = np.zeros(buckets + 1, np.int64)  # [b + 1]: the weight of bucket b
+    for i in range(n):
+        v = values[i]
+        b = int((np.float64(v) - np.float64(lo)) * scale) if v == v else -1
+        bucket[i] = b
+        held_in[b + 1] += weights[i]
+    held = 0
+    edge = buckets - 1
+    while edge >= -1 and held + held_in[edge + 1] < budget:
+        held += held_in[edge + 1]
+        edge -= 1
+    if edge >= -1:
+        # The budget is reached in bucket ``edge`` (a few entries): they are ordered by
+        # insertion (stable: ties stay in index order; NaNs are in index order already),
+        # and the best until then are lifted above the edge.
+        at = np.flatnonzero(bucket == edge)
+        m = at.shape[0]
+        if edge >= 0 and m <= _INSERTED_UP_TO:
+            for u in range(1, m):
+                i = at[u]
+                v = values[i]
+                s = u
+                while s > 0 and values[at[s - 1]] < v:
+                    at[s] = at[s - 1]
+                    s -= 1
+                at[s] = i
+        elif edge >= 0:  # values bunched in one bucket (an outlier stretched the range)
+            at = at[_descending(values[at])]
+        t = 0
+        while t < m and held < budget:
+            bucket[at[t]] = buckets
+            held += weights[at[t]]
+            t += 1
+    count = 0
+    for i in range(n):
+        count += bucket[i] > edge
+    out = np.empty(count + 1, np.int64)  # (the last write may land one past the count)
+    count = 0
+    for i in range(n):
+        out[count] = i
+        count += bucket[i] > edge
+    return out[:count]
+
+
+@njit(cache=True, nogil=True)
 def _sampled_top_k(values: np.ndarray, k: int) -> np.ndarray:
     """:func:`top_k` of float32 ``values`` (``0 < k``, ``_SAMPLED_FROM <= n``) through a bar
     drawn from a sample, or an empty array when the bar kept fewer than ``k`` entries or
@@ -151,7 +225,7 @@ def _sampled_top_k(values: np.ndarray, k: int) -> np.ndarray:
     j = _SAMPLE_MARGIN * k // stride + 4
     if j > m:
         return np.empty(0, np.int64)
-    bar = _kth_smallest(sample[:m], m - j)
+    bar = _jth_largest(sample, m, j) if j <= _INSERTED_UP_TO else _kth_smallest(sample[:m], m - j)
     cap = 4 * (j + 1) * stride + k
     keys = np.empty(cap + 1, np.int64)
     index = np.empty(cap + 1, np.int64)
@@ -169,6 +243,33 @@ def _sampled_top_k(values: np.ndarray, k: int) -> np.ndarray:
     for t in range(at):
         keys[t] = _descending_key(np.uint32(keys[t]))
     return _radix_order(keys, index[:at])[:k]
+
+
+@njit(cache=True, nogil=True)
+def _jth_largest(a: np.ndarray, m: int, j: int) -> float:
+    """The ``j``-th largest of ``a[:m]`` (1-based, ``1 <= j <= m``; no NaN): the best ``j``
+    kept in order in a small buffer, a new entry shifted in only when it beats the last.
+    For a bar (``j`` about 46 of 1,084 sampled scores) 7.4 us against 12.2 us by
+    :func:`_kth_smallest`; past ``_INSERTED_UP_TO`` the shifts cost more."""
+    buf = np.empty(j, a.dtype)
+    for t in range(j):
+        v = a[t]
+        s = t
+        while s > 0 and buf[s - 1] < v:
+            buf[s] = buf[s - 1]
+            s -= 1
+        buf[s] = v
+    low = buf[j - 1]
+    for t in range(j, m):
+        v = a[t]
+        if v > low:
+            s = j - 1
+            while s > 0 and buf[s - 1] < v:
+                buf[s] = buf[s - 1]
+                s -= 1
+            buf[s] = v
+            low = buf[j - 1]
+    return low
 
 
 @njit(cache=True, nogil=True)

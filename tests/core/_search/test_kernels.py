@@ -478,7 +478,6 @@ def test_top_k_by_buckets_agrees_with_a_stable_sort(n: int, k: int, seed: int, k
     np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))
 
 
-
 @SETTINGS
 @given(
     st.integers(2048, 30_000),
@@ -521,6 +520,58 @@ def test_top_k_through_a_sampled_bar_agrees_with_a_stable_sort(
         np.testing.assert_array_equal(sampled, _ref_top(values, k))
     if kind == "constant":  # every value reaches the bar: selected another way
         assert sampled.shape[0] == 0
+
+
+@SETTINGS
+@given(st.integers(1, 1200), st.integers(1, 1200), st.integers(0, 2**31), st.integers(0, 3))
+def test_the_sampled_bar_is_the_jth_largest_of_the_sample(m: int, j: int, seed: int, digits: int):
+    # The bar of a sample is found by insertion for small ranks, by selection past them;
+    # both give the j-th largest value, ties counted (few digits: many ties).
+    from magnetic_core._search.select_kernel import _jth_largest, _kth_smallest
+
+    j = min(j, m)
+    sample = np.round(np.random.default_rng(seed).standard_normal(m), digits).astype(np.float32)
+    expected = np.sort(sample)[m - j]
+    assert _jth_largest(sample, m, j) == expected
+    assert _kth_smallest(sample.copy(), m - j) == expected
+
+
+@SETTINGS
+@given(
+    st.integers(0, 1500),
+    st.integers(0, 2**31),
+    st.sampled_from(["normal", "ties", "constant", "nans", "infinite", "zeros", "outlier"]),
+    st.floats(0.0, 1.2),
+)
+def test_best_holding_takes_the_ranked_prefix_that_holds_the_budget(n, seed, kind, share):
+    # A probe's sub-lists until they hold its budget: the same entries as ranking them all
+    # (top_k's order: ties to the lower index, NaN last) and taking them until the weights
+    # reach the budget, returned in index order.
+    from magnetic_core._search.select_kernel import best_holding
+
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(n).astype(np.float32)
+    if kind == "ties":
+        values = np.round(values, 1)
+    elif kind == "constant":
+        values = np.full(n, 0.25, np.float32)
+    elif kind == "nans":
+        values[rng.random(n) < 0.3] = np.nan
+    elif kind == "infinite":
+        values[rng.random(n) < 0.05] = np.inf
+    elif kind == "zeros":
+        values = np.where(rng.random(n) < 0.5, np.float32(0.0), np.float32(-0.0))
+    elif kind == "outlier" and n:
+        values[0] = 1e6  # every other value in the lowest bucket
+    weights = rng.integers(0, 60, n).astype(np.int64)
+    budget = int(share * weights.sum())
+    order = _ref_top(values, n)
+    held, taken = 0, 0
+    while taken < n and held < budget:
+        held += int(weights[order[taken]])
+        taken += 1
+    expected = np.sort(order[:taken])
+    np.testing.assert_array_equal(best_holding(values, weights, budget), expected)
 
 
 def test_top_k_of_a_query_sized_input_goes_through_the_sampled_bar() -> None:
