@@ -259,6 +259,21 @@ def test_probe_groups_takes_the_best_until_the_budget_is_held(sims, seed, n_prob
     np.testing.assert_array_equal(got, _ref_probe_groups(sims, sizes, n_probe, min_cells))
 
 
+def test_probe_groups_ranks_further_when_the_best_groups_are_small() -> None:
+    # The best groups are ranked only as far as groups of the mean size (69 cells) would
+    # hold the budget, with a quarter to spare: 27 here. The best 100 hold 36 cells each,
+    # so 27 of them fall short of 1,000 cells and all 29 groups wanted are ranked: 28 hold
+    # the budget, as when ranking them all at once.
+    sims = np.linspace(1.0, 0.0, 400).astype(np.float32)
+    sizes = np.where(np.arange(400) < 100, 36, 80).astype(np.int64)
+    got = kernels.probe_groups(sims, sizes, 4, 1000)
+    np.testing.assert_array_equal(got, _ref_probe_groups(sims, sizes, 4, 1000))
+    assert got.shape[0] == 28
+    for min_cells in (30, 300, 5000):
+        got = kernels.probe_groups(sims, sizes, 4, min_cells)
+        np.testing.assert_array_equal(got, _ref_probe_groups(sims, sizes, 4, min_cells))
+
+
 def _ref_tree_groups(tree, q, sizes, n_probe, min_cells, spread):
     """The centroid stage through a tree of centroids, in numpy."""
     t_code, t_scale, start, members, rows, row_scale = tree
