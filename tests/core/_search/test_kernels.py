@@ -493,6 +493,28 @@ def test_top_k_by_buckets_agrees_with_a_stable_sort(n: int, k: int, seed: int, k
     np.testing.assert_array_equal(kernels.top_k(values, k), _ref_top(values, k))
 
 
+def _scores(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    """``n`` float32 scores of a kind that stresses a selection: normal, ties, constant,
+    NaNs (a tenth or nearly all), signed zeros, infinities, or one far outlier (every other
+    value then falls in one bucket)."""
+    values = rng.standard_normal(n).astype(np.float32)
+    if kind == "ties":
+        values = np.round(values, 1)
+    elif kind == "constant":
+        values = np.full(n, 0.5, np.float32)
+    elif kind == "nans":
+        values[rng.random(n) < float(rng.choice([0.1, 0.97]))] = np.nan
+    elif kind == "zeros":
+        values = np.where(rng.random(n) < 0.5, np.float32(0.0), np.float32(-0.0))
+        values[rng.random(n) < 0.01] = 1.0
+    elif kind == "infinite":
+        values[rng.random(n) < 0.02] = np.inf
+        values[rng.random(n) < 0.02] = -np.inf
+    elif kind == "outlier" and n:
+        values[0] = 1e6
+    return values
+
+
 @SETTINGS
 @given(
     st.integers(2048, 30_000),
@@ -509,21 +531,8 @@ def test_top_k_through_a_sampled_bar_agrees_with_a_stable_sort(
     # that keeps too few or far too many (all values tied) falls back to buckets.
     from magnetic_core._search.select_kernel import _sampled_top_k
 
-    rng = np.random.default_rng(seed)
     k = min(k, n // 16)
-    values = rng.standard_normal(n).astype(np.float32)
-    if kind == "ties":
-        values = np.round(values, 1)
-    elif kind == "constant":
-        values = np.full(n, 0.5, np.float32)
-    elif kind == "nans":
-        values[rng.random(n) < float(rng.choice([0.1, 0.97]))] = np.nan
-    elif kind == "zeros":
-        values = np.where(rng.random(n) < 0.5, np.float32(0.0), np.float32(-0.0))
-        values[rng.random(n) < 0.01] = 1.0
-    elif kind == "infinite":
-        values[rng.random(n) < 0.02] = np.inf
-        values[rng.random(n) < 0.02] = -np.inf
+    values = _scores(np.random.default_rng(seed), n, kind)
     if arranged == "ascending":
         values = np.sort(values)
     elif arranged == "descending":
@@ -565,19 +574,7 @@ def test_best_holding_takes_the_ranked_prefix_that_holds_the_budget(n, seed, kin
     from magnetic_core._search.select_kernel import best_holding
 
     rng = np.random.default_rng(seed)
-    values = rng.standard_normal(n).astype(np.float32)
-    if kind == "ties":
-        values = np.round(values, 1)
-    elif kind == "constant":
-        values = np.full(n, 0.25, np.float32)
-    elif kind == "nans":
-        values[rng.random(n) < 0.3] = np.nan
-    elif kind == "infinite":
-        values[rng.random(n) < 0.05] = np.inf
-    elif kind == "zeros":
-        values = np.where(rng.random(n) < 0.5, np.float32(0.0), np.float32(-0.0))
-    elif kind == "outlier" and n:
-        values[0] = 1e6  # every other value in the lowest bucket
+    values = _scores(rng, n, kind)
     weights = rng.integers(0, 60, n).astype(np.int64)
     budget = int(share * weights.sum())
     order = _ref_top(values, n)
