@@ -60,22 +60,79 @@ def test_code_scores_equal_the_dequantised_product(n: int, m: int, seed: int) ->
     np.testing.assert_array_equal(kernels.code_scores(codes, scales, q), ref)
 
 
+def _int16_query(qp: np.ndarray) -> tuple[np.ndarray, float]:
+    """The scan's query, as documented: ``qp`` in int16 steps of a power of two, the
+    largest entry at most 32,767 steps (fewer past rank 511, so int32 sums cannot wrap)."""
+    big = float(np.abs(qp).max(initial=0.0))
+    if big == 0.0:
+        return np.zeros(qp.shape[0], np.int64), 0.0
+    steps = min(32767, (2**31 - 1) // (128 * qp.shape[0]))
+    per = 2.0 ** math.floor(math.log2(steps / big))
+    return np.round(qp.astype(np.float64) * per).astype(np.int64), 1.0 / per
+
+
 @SETTINGS
-@given(st.integers(1, 30), st.integers(0, 2**31), st.integers(0, 80))
-def test_listed_code_top_ranks_the_listed_rows_like_numpy(n_lists: int, seed: int, keep: int):
+@given(
+    st.integers(1, 30),
+    st.integers(0, 2**31),
+    st.integers(0, 80),
+    st.sampled_from([8, kernels.CODE_RANK, 131]),
+)
+def test_listed_code_top_ranks_the_listed_rows_like_numpy(
+    n_lists: int, seed: int, keep: int, m: int
+) -> None:
     rng = np.random.default_rng(seed)
     lens = rng.integers(0, 12, n_lists)  # empty lists included
     starts = np.cumsum(lens) - lens
-    codes, scales = _codes(rng, int(lens.sum()) + 3, 8)
+    codes, scales = _codes(rng, int(lens.sum()) + 3, m)
     chosen = rng.permutation(n_lists)[: rng.integers(0, n_lists + 1)]
     base = rng.integers(-50, 50, chosen.shape[0]).astype(np.float32)
-    qp = rng.integers(-2, 3, 8).astype(np.float32)
+    qp = rng.integers(-2, 3, m).astype(np.float32)
     got, got_approx = kernels.listed_code_top(codes, scales, starts, lens, chosen, base, qp, keep)
     rows = ranges(starts[chosen], lens[chosen])
-    approx = np.repeat(base, lens[chosen]) + (codes[rows].astype(np.float32) @ qp) * scales[rows]
+    q16, unit = _int16_query(qp)
+    products = (codes[rows].astype(np.int64) @ q16).astype(np.float32)
+    approx = np.repeat(base, lens[chosen]) + products * (scales[rows] * np.float32(unit))
     best = _ref_top(approx, keep)
     np.testing.assert_array_equal(got, rows[best])
     np.testing.assert_array_equal(got_approx, approx[best])
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.sampled_from([1, 8, kernels.CODE_RANK, 600]))
+def test_the_scan_rounds_the_query_to_int16_steps_without_int32_overflow(
+    seed: int, m: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    qp = (rng.standard_normal(m) * 10.0 ** rng.integers(-6, 6)).astype(np.float32)
+    q16, unit = kernels._as_int16(qp)
+    want_q16, want_unit = _int16_query(qp)
+    np.testing.assert_array_equal(q16, want_q16)
+    assert unit == np.float32(want_unit)
+    assert np.all(np.abs(q16.astype(np.float64) * unit - qp) <= 0.5 * unit * (1 + 1e-6))
+    # The worst row of int8 codes cannot wrap the int32 sum.
+    assert 128 * int(np.abs(q16.astype(np.int64)).sum()) < 2**31
+    # A scan with the worst codes for this query agrees with the float product.
+    worst = np.where(q16 < 0, -128, 127).astype(np.int8)[None, :]
+    got, approx = kernels.listed_code_top(
+        worst, np.ones(1, np.float32), np.zeros(1, np.int64), np.ones(1, np.int64),
+        np.zeros(1, np.int64), np.zeros(1, np.float32), qp, 1,
+    )  # fmt: skip
+    exact = float(worst[0].astype(np.float64) @ qp.astype(np.float64))
+    assert got.tolist() == [0]
+    assert abs(float(approx[0]) - exact) <= 1e-3 * abs(exact) + 128 * m * unit
+
+
+def test_a_query_with_no_projection_scores_the_lists_by_their_means() -> None:
+    codes = np.ones((4, kernels.CODE_RANK), np.int8)
+    lens, starts = np.array([2, 2]), np.array([0, 2])
+    base = np.array([0.5, 0.25], np.float32)
+    zero = np.zeros(kernels.CODE_RANK, np.float32)
+    rows, approx = kernels.listed_code_top(
+        codes, np.ones(4, np.float32), starts, lens, np.array([1, 0]), base, zero, 4
+    )
+    assert rows.tolist() == [2, 3, 0, 1]
+    assert approx.tolist() == [0.5, 0.5, 0.25, 0.25]
 
 
 def _blocks(
