@@ -7,7 +7,6 @@ over the probed groups (one compiled pass over their blocks, by address, in stor
 
 from __future__ import annotations
 
-import itertools
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from magnetic_core._index.index import HierIndex
-from magnetic_core._search.scorer import Scorer, _kernels
+from magnetic_core._search.scorer import Scorer, _kernels, best_cells
 
 if TYPE_CHECKING:
     from magnetic_core._text.lexical import LexicalIndex
@@ -206,12 +205,14 @@ def exact_pool(
     scorer: Scorer | None,
     slots: Sequence[int] | range | np.ndarray,
     q: np.ndarray,
+    keep: int | None = None,
 ) -> Pool:
-    """Exact cosines of every cell of the given slots (one compiled pass when the scorer
-    describes the index, else one product per group block)."""
+    """Exact cosines of every cell of the given slots, or of only the best ``keep`` of
+    them (one compiled pass when the scorer describes the index, else one product per
+    group block)."""
     if scorer is not None:
-        return Pool(*scorer.exact(index, slots, q))
-    return Pool(*_score_groups(index, slots, q))
+        return Pool(*scorer.exact(index, slots, q, keep))
+    return Pool(*_score_groups(index, slots, q, keep))
 
 
 def group_sizes(index: HierIndex) -> np.ndarray:
@@ -231,19 +232,20 @@ KERNEL_CELLS = 1024
 
 
 def _score_groups(
-    index: HierIndex, slots: Iterable[int], q: np.ndarray
+    index: HierIndex, slots: Iterable[int], q: np.ndarray, keep: int | None = None
 ) -> tuple[list[str], np.ndarray]:
-    """Exact cosine of every cell of the given group slots."""
+    """Exact cosine of every cell of the given group slots, or of only the best ``keep``."""
     groups = index.slot_groups
     chosen = [groups[s] for s in slots]
-    ids = list(itertools.chain.from_iterable(g.ids for g in chosen))
     if not chosen:
-        return ids, np.empty(0, np.float32)
-    if len(ids) >= KERNEL_CELLS and q.dtype == np.float32 and q.flags.c_contiguous:
-        addresses, counts = _block_addresses(index)
-        picked = np.fromiter((g.slot for g in chosen), np.int64, len(chosen))
-        return ids, _kernels().exact_rows(addresses, counts, picked, q)
-    return ids, np.concatenate([g.view @ q for g in chosen])
+        return [], np.empty(0, np.float32)
+    picked = np.fromiter((g.slot for g in chosen), np.int64, len(chosen))
+    addresses, counts = _block_addresses(index)
+    if counts[picked].sum() >= KERNEL_CELLS and q.dtype == np.float32 and q.flags.c_contiguous:
+        scores = _kernels().exact_rows(addresses, counts, picked, q)
+    else:
+        scores = np.concatenate([g.view @ q for g in chosen])
+    return best_cells(chosen, scores, keep)
 
 
 # Per index: (centroid epoch, the groups' blocks, their addresses and row counts by slot).

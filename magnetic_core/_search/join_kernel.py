@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from magnetic_core._search.kernels import doc_rows
-from magnetic_core._search.pointers import dot_at, prefetch_row
+from magnetic_core._search.pointers import dot_at, prefetch_row, widened
 
 __all__ = ["join_docs", "join_rows", "merge_unique"]
 
@@ -101,6 +101,7 @@ def join_rows(
             m += 1
     scores = np.empty(m, np.float32)
     stride = q.shape[0] * 4
+    q64 = widened(q)
     for t in range(min(_AHEAD, m)):
         r = rows[joined[t]]
         prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
@@ -109,7 +110,7 @@ def join_rows(
             r = rows[joined[t + _AHEAD]]
             prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
         r = rows[joined[t]]
-        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
     return joined[:m], scores, loose[:u]
 
 

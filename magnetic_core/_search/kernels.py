@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from magnetic_core._search.pointers import EXACT_FAST, dot_at, prefetch_row
+from magnetic_core._search.pointers import EXACT_FAST, dot_at, prefetch_row, widened
 from magnetic_core._search.select_kernel import best_holding, top_k
 
 __all__ = [
@@ -154,10 +154,8 @@ def listed_code_top(
             ahead_list, ahead_row, ahead_end = _ask_row(
                 address, width, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
             )
-            if m == CODE_RANK:  # the default rank: a loop LLVM unrolls into multiply-adds
-                acc = _dot_fixed(codes, r, q16)
-            else:
-                acc = _dot_any(codes, r, q16, m)
+            # The default rank takes a loop LLVM unrolls into multiply-adds.
+            acc = _dot_fixed(codes, r, q16) if m == CODE_RANK else _dot_any(codes, r, q16, m)
             rows[at] = r
             approx[at] = b + np.float32(acc) * (scales[r] * unit)
             at += 1
@@ -202,7 +200,7 @@ def _as_int16(qp: np.ndarray) -> tuple[np.ndarray, np.float32]:
 def _dot_fixed(codes: np.ndarray, r: int, q16: np.ndarray) -> np.int32:
     """``codes[r, :CODE_RANK] . q16`` in integers (the sum wraps in int32, which
     ``_as_int16``'s step count keeps it from reaching)."""
-    acc = 0
+    acc: int | np.int32 = 0
     for c in range(CODE_RANK):
         acc += np.int32(codes[r, c]) * np.int32(q16[c])
     return np.int32(acc)
@@ -211,7 +209,7 @@ def _dot_fixed(codes: np.ndarray, r: int, q16: np.ndarray) -> np.int32:
 @njit(cache=True, nogil=True, inline="always")
 def _dot_any(codes: np.ndarray, r: int, q16: np.ndarray, m: int) -> np.int32:
     """``codes[r, :m] . q16`` in integers, for any rank."""
-    acc = 0
+    acc: int | np.int32 = 0
     for c in range(m):
         acc += np.int32(codes[r, c]) * np.int32(q16[c])
     return np.int32(acc)
@@ -275,6 +273,7 @@ def exact_prefix(
     if not sds < np.inf:
         step = n
     stride = q.shape[0] * 4
+    q64 = widened(q)
     scores = np.empty(n, np.float32)
     fused = np.empty(n + min(k, others.shape[0]), np.float32)
     held = 0
@@ -295,7 +294,7 @@ def exact_prefix(
                 r = rows[t + _AHEAD]
                 prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
             r = rows[t]
-            s = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+            s = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
             scores[t] = s
             fused[t] = s + bonus[t]
             e = np.float64(s) - np.float64(approx[t])
@@ -323,6 +322,7 @@ def exact_at(
     """Exact cosines of the given arena rows from their blocks, in the order given."""
     n = rows.shape[0]
     stride = q.shape[0] * 4
+    q64 = widened(q)
     scores = np.empty(n, np.float32)
     for t in range(min(_AHEAD, n)):
         r = rows[t]
@@ -332,7 +332,7 @@ def exact_at(
             r = rows[t + _AHEAD]
             prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
         r = rows[t]
-        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q)
+        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
     return scores
 
 
@@ -379,12 +379,13 @@ def exact_rows(
         total += counts[blocks[t]]
     out = np.empty(total, np.float32)
     stride = q.shape[0] * 4
+    q64 = widened(q)
     at = 0
     for t in range(blocks.shape[0]):
         h = blocks[t]
         start = addresses[h]
         for r in range(counts[h]):
-            out[at] = dot_at(start + np.int64(r) * stride, q)
+            out[at] = dot_at(start + np.int64(r) * stride, q64)
             at += 1
     return out
 
@@ -407,10 +408,11 @@ def block_scores(vecs: np.ndarray, q: np.ndarray) -> np.ndarray:
     kernels), on the calling thread."""
     n, d = vecs.shape
     out = np.empty(n, np.float32)
+    q64 = widened(q)
     for i in range(n):
         acc = 0.0
         for c in range(d):
-            acc += np.float64(vecs[i, c]) * np.float64(q[c])
+            acc += np.float64(vecs[i, c]) * q64[c]
         out[i] = np.float32(acc)
     return out
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from magnetic_core._index.index import Group, HierIndex
     from magnetic_core._text.lexical import LexicalIndex
 
-__all__ = ["FULL_SCAN_SHARE", "MIN_CELLS", "Scorer"]
+__all__ = ["FULL_SCAN_SHARE", "MIN_CELLS", "Scorer", "best_cells"]
 
 
 _KERNELS: ModuleType | None = None
@@ -524,20 +524,25 @@ class Scorer:
         return slots[~stale], extra_ids, extra
 
     def exact(
-        self, index: HierIndex, slots: Sequence[int] | np.ndarray | range, q: np.ndarray
+        self,
+        index: HierIndex,
+        slots: Sequence[int] | np.ndarray | range,
+        q: np.ndarray,
+        keep: int | None = None,
     ) -> tuple[list[str], np.ndarray]:
-        """Ids and exact cosines of every cell of the given slots."""
+        """Ids and exact cosines of every cell of the given slots, or of only the best
+        ``keep`` of them (ids are made only for the cells returned)."""
         st = self._state
         slots = np.asarray(slots, np.int64)
         stale = st.stale[slots]
         blocks = st.slot_block[slots[~stale]]
         scores = _kernels().exact_rows(st.blocks.address, st.blocks.count, blocks, q)
-        groups = st.block_group
-        ids = list(itertools.chain.from_iterable(groups[h].ids for h in blocks.tolist()))
+        owners = [st.block_group[h] for h in blocks.tolist()]
         if stale.any():
-            extra_ids, extra = _exact_groups(index, slots[stale], q)
-            return ids + extra_ids, np.concatenate([scores, extra])
-        return ids, scores
+            extra = [index.slot_groups[s] for s in slots[stale].tolist()]
+            owners += extra
+            scores = np.concatenate([scores, *(_kernels().block_scores(g.view, q) for g in extra)])
+        return best_cells(owners, scores, keep)
 
 
 def _merged(scores: np.ndarray, extra: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -554,14 +559,22 @@ def _exact_groups(
 
     Every cell, or only the best ``k`` (ids are made only for the cells returned).
     """
-    kern = _kernels()
     groups = [index.slot_groups[s] for s in slots.tolist()]
     if not groups:
         return [], np.empty(0, np.float32)
-    scores = np.concatenate([kern.block_scores(g.view, q) for g in groups])
-    if k is None or k >= scores.shape[0]:
+    kern = _kernels()
+    return best_cells(groups, np.concatenate([kern.block_scores(g.view, q) for g in groups]), k)
+
+
+def best_cells(
+    groups: Sequence[Group], scores: np.ndarray, keep: int | None = None
+) -> tuple[list[str], np.ndarray]:
+    """Ids and scores of the groups' cells laid end to end (``scores`` in that order):
+    every cell, or only the best ``keep``, best first, ids made only for those (an id list
+    of 8,000 cells costs about 0.1 ms)."""
+    if keep is None or keep >= scores.shape[0]:
         return list(itertools.chain.from_iterable(g.ids for g in groups)), scores
-    best = np.sort(kern.top_k(scores, k))
+    best = _kernels().top_k(scores, keep)
     sizes = np.fromiter((g.n for g in groups), np.int64, len(groups))
     starts = np.cumsum(sizes) - sizes
     owner = np.searchsorted(starts, best, side="right") - 1

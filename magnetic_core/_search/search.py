@@ -307,11 +307,10 @@ def _exact(
     keep only their best ``keep`` by cosine and the boosted cells of the probed groups, as
     the coded pass does: the other stages then fuse a few hundred candidates, not every
     probed cell (4,500 string ids cost a text query about 7 ms)."""
-    pool = exact_pool(index, scorer, stages.slots, plan.vector)
-    if plan.predicate is not None or len(pool) <= 16 * keep:
-        return pool
-    best = _kernels().top_k(pool.scores, keep)
-    kept = Pool([pool.ids[i] for i in best.tolist()], pool.scores[best])
+    cells = int(group_sizes(index)[stages.slots].sum())
+    if plan.predicate is not None or cells <= 16 * keep:
+        return exact_pool(index, scorer, stages.slots, plan.vector)
+    kept = exact_pool(index, scorer, stages.slots, plan.vector, keep)
     if stages.boosting and plan.entity_boost > 0:
         slot_set = set(stages.slots.tolist())
         boosted = (c for c in stages.boosted if index.loc[c].slot in slot_set)

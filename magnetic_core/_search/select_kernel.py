@@ -378,7 +378,7 @@ def _descending_key(bits: np.uint32) -> np.int64:
     the scores: a one-entry array per key, as before, cost 60 ns a key (500 keys: 29 us
     against 2.6 us)."""
     b = np.int64(bits)
-    b = 0 if b == 0x80000000 else b  # -0.0 sorts as 0.0
+    b = np.int64(0) if b == 0x80000000 else b  # -0.0 sorts as 0.0
     sign = b >> 31
     ascending = b ^ (0x80000000 | (sign * 0x7FFFFFFF))
     return 0xFFFFFFFF - ascending

@@ -36,6 +36,19 @@ def test_exact_pool_scores_every_cell_of_the_slots_like_numpy_small_and_compiled
     assert exact_pool(index, None, [], q).ids == []
 
 
+def test_exact_pool_keeps_only_the_best_cells_best_first_when_asked() -> None:
+    for n in (300, 2 * KERNEL_CELLS):
+        index, q = _index(n)
+        slots = list(range(1, len(index.slot_groups), 2))
+        every = exact_pool(index, None, slots, q)
+        pool = exact_pool(index, None, slots, q, keep=25)
+        order = np.argsort(-every.scores, kind="stable")[:25]
+        assert len(pool) == 25 and set(pool.ids) == {every.ids[i] for i in order}
+        assert np.all(np.diff(pool.scores) <= 0)  # best first
+        np.testing.assert_allclose(pool.scores, index.vectors(pool.ids) @ q, atol=1e-6)
+        assert exact_pool(index, None, slots, q, keep=10 * n).ids == every.ids
+
+
 def test_pool_extend_adds_only_new_stored_cells_scored_exactly() -> None:
     index, q = _index(200)
     pool = Pool(["c0"], index.vectors(["c0"]) @ q)

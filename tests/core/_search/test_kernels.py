@@ -100,9 +100,7 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(
 
 @SETTINGS
 @given(st.integers(0, 2**31), st.sampled_from([1, 8, kernels.CODE_RANK, 600]))
-def test_the_scan_rounds_the_query_to_int16_steps_without_int32_overflow(
-    seed: int, m: int
-) -> None:
+def test_the_scan_rounds_the_query_to_int16_steps_without_int32_overflow(seed: int, m: int) -> None:
     rng = np.random.default_rng(seed)
     qp = (rng.standard_normal(m) * 10.0 ** rng.integers(-6, 6)).astype(np.float32)
     q16, unit = kernels._as_int16(qp)

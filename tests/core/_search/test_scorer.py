@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from magnetic_core._index.index import HierIndex
+from magnetic_core._search.exact import exact_pool
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer
 from magnetic_core._search.search import SearchPlan, run_search
 from magnetic_core._search.sublists import split_lists
@@ -221,6 +222,27 @@ def test_exact_scans_of_every_group_stay_exact(data) -> None:
     # A changed group: the scan goes group by group, still exact, without the removed cell.
     index.remove(f"c{truth[0]}")
     assert _search(index, q, k=100, min_cells=N) == [f"c{i}" for i in truth[1:101]]
+
+
+def test_the_scorers_exact_pass_keeps_the_best_cells_of_current_and_changed_groups(data) -> None:
+    base, queries = data
+    index = _index(base)
+    q = queries[7]
+    _search(index, q)
+    scorer = _scorer(index)
+    slots = np.arange(0, len(index.slot_groups), 2)
+    for _ in range(2):  # as built, then with a changed (stale) group among the slots
+        every = exact_pool(index, None, slots, q)
+        ids, scores = scorer.exact(index, slots, q)
+        assert sorted(ids) == sorted(every.ids)
+        best_ids, best = scorer.exact(index, slots, q, keep=30)
+        want = np.argsort(-every.scores, kind="stable")[:30]
+        assert best_ids == [every.ids[i] for i in want]
+        np.testing.assert_allclose(best, index.vectors(best_ids) @ q, atol=1e-6)
+        changed = index.loc[best_ids[0]].slot
+        index.remove(best_ids[0])
+        scorer._find_stale(index)  # what the next search's sync does before re-coding
+        assert scorer._state.stale[changed]
 
 
 def _reloaded(index: HierIndex, seed: int) -> HierIndex:
