@@ -1,7 +1,8 @@
 """Before/after across git revisions: the same measurements of several commits in one run.
 
 Usage: ``python -m benchmarks.revisions --rev db4b595 --rev HEAD [--sizes 25000,100000]
-[--scifact] [--ingest 100000] [--rounds 2] [--alternate [--synthetic 1000000]]``
+[--scifact] [--ingest 100000] [--rounds 2] [--alternate [--synthetic 1000000]
+[--probe-share 0.8]]``
 
 Each revision is extracted with ``git archive`` into a scratch directory and measured in a
 child process that imports only that revision's code (``PYTHONPATH`` is its tree), so a
@@ -23,7 +24,9 @@ in one run, with the same vectors and queries:
   minutes both see the same machine. What stays fixed for a process's life (where its
   pages landed) stays with its revision: at 1M, run the pair in both orders.
   ``--synthetic N`` adds the structured synthetic set of ``benchmarks.synthetic`` at N
-  cells (queries held out as ``latency_recall`` draws them). The cells' texts are empty;
+  cells (queries held out as ``latency_recall`` draws them). ``--probe-share S`` searches
+  with a budget of S times each set's cells instead of the default (0.75 and above: the
+  exact path). The cells' texts are empty;
 - **SciFact** (``--scifact``): the revision's own ``benchmarks.scifact`` (nDCG@10 of its rows);
 - **persisted ingest** (``--ingest N``): the first N vectors of the same split with their
   passages, added in batches of 1000 to the revision's MagneticMemory on a fresh embedded
@@ -58,7 +61,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Runs inside the revision's tree; only APIs every measured revision has (benchmarks.common's
 # VectorsOnly/in_memory/unpersisted/add_in_batches, MagneticMemory.search(vector=, k=)).
-# Arguments: vectors (.npz), texts (.json, or "-" for empty ones), warm-up queries.
+# Arguments: vectors (.npz), texts (.json, or "-" for empty ones), warm-up queries, and a
+# probe budget in cells (0: the store's default).
 _CHILD = r"""
 import json, sys, time
 import numpy as np
@@ -68,6 +72,8 @@ base, queries, warmup = data["base"], data["queries"], int(sys.argv[3])
 texts = [""] * len(base) if sys.argv[2] == "-" else json.loads(open(sys.argv[2]).read())
 memory = common.unpersisted(common.in_memory(common.VectorsOnly("bench-minilm", base.shape[1])))
 ingest = common.add_in_batches(memory, texts, base, 1000, [f"c{i}" for i in range(len(base))])
+if int(sys.argv[4]):
+    memory.config = memory.config.with_changes(probe_cells=int(sys.argv[4]))
 for i in range(min(warmup, len(queries))):
     memory.search(vector=queries[i], k=10)
 def one_pass():
@@ -180,7 +186,7 @@ def vector_path(
     runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in trees}
     for _ in range(rounds):
         for rev, tree in trees.items():
-            out = child(tree, ["-c", PROBE, str(data), str(text_file), "50"])
+            out = child(tree, ["-c", PROBE, str(data), str(text_file), "50", "0"])
             runs[rev].append(json.loads(out.strip().splitlines()[-1]))
     rows = []
     for rev, got in runs.items():
@@ -215,11 +221,14 @@ def alternated(
     sets: list[tuple[str, np.ndarray, np.ndarray]],
     rounds: int,
     scratch: Path,
+    probe_share: float = 0.0,
 ) -> list[dict[str, Any]]:
-    """``--alternate``: one long-lived process per revision and set, passes alternated."""
+    """``--alternate``: one long-lived process per revision and set, passes alternated;
+    searched with a budget of ``probe_share`` of the set's cells when it is above 0."""
     rows = []
     for label, base, queries in sets:
         n = len(base)
+        budget = round(probe_share * n)
         truth = exact_knn(base, queries, K)[1]
         data = scratch / f"alt-{label}-{n}.npz"
         np.savez(data, base=base, queries=queries)
@@ -228,7 +237,8 @@ def alternated(
         try:
             for rev, tree in trees.items():  # built one after the other: no overlap
                 procs[rev] = subprocess.Popen(
-                    [sys.executable, "-c", SERVE, str(data), "-", "50"], cwd=tree, text=True,
+                    [sys.executable, "-c", SERVE, str(data), "-", "50", str(budget)], cwd=tree,
+                    text=True,
                     env={**env, "PYTHONPATH": str(tree)}, stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                 )  # fmt: skip
@@ -262,6 +272,7 @@ def alternated(
                     "rev": rev,
                     "n": n,
                     "data": label,
+                    "probe_cells": budget or "default",
                     "p50_ms": round(statistics.median(p50), 4),
                     "p50_each_pass": [round(v, 4) for v in p50],
                     "ratio_to_first": round(statistics.median(ratios), 3),
@@ -379,9 +390,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--synthetic", default="", help="with --alternate: structured synthetic sizes, e.g. 1000000"
     )
+    ap.add_argument(
+        "--probe-share",
+        type=float,
+        default=0.0,
+        help="with --alternate: search with a probe budget of this share of each set's cells "
+        "(e.g. 0.8: the exact path past EXACT_SHARE); default: the store's budget",
+    )
     args = ap.parse_args(argv)
-    if args.synthetic and not args.alternate:
-        ap.error("--synthetic needs --alternate")
+    if (args.synthetic or args.probe_share) and not args.alternate:
+        ap.error("--synthetic and --probe-share need --alternate")
+    if not 0.0 <= args.probe_share <= 1.0:
+        ap.error(
+            f"--probe-share must be a share of the store between 0 and 1, got {args.probe_share}"
+        )
     if args.texts and args.alternate:
         ap.error("--alternate stores empty texts: leave out --texts")
     scratch = Path(tempfile.mkdtemp(prefix="magnetic-revs-"))
@@ -396,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
             for n in args.synthetic.split(",")
             if n
         ]
-        alt = alternated(trees, sets, args.rounds, scratch)
+        alt = alternated(trees, sets, args.rounds, scratch, args.probe_share)
     else:
         vector = [
             r
@@ -445,10 +467,11 @@ def main(argv: list[str] | None = None) -> None:
             "first revision's in the same round (median); same hits = share of queries whose "
             "ten scores equal the first revision's (last pass):\n\n"
         ) + common.markdown_table(
-            ["data", "N", "revision", "p50 ms", "ratio", "ratio per pass", "same hits",
-             "recall@10", "groups"],
+            ["data", "N", "probe cells", "revision", "p50 ms", "ratio", "ratio per pass",
+             "same hits", "recall@10", "groups"],
             [
-                [r["data"], r["n"], names[r["rev"]], r["p50_ms"], r["ratio_to_first"],
+                [r["data"], r["n"], r.get("probe_cells", "default"), names[r["rev"]],
+                 r["p50_ms"], r["ratio_to_first"],
                  r["ratio_each_pass"], r["same_hits_share"], r["recall_at_10"], r["groups"]]
                 for r in alt
             ],
