@@ -59,6 +59,13 @@ def _search(index: HierIndex, q: np.ndarray, **kw: int) -> list[str]:
     return [c.id for c in run_search(index, Catalog(), _plan(q, **kw), _scorer(index))]
 
 
+def _searched(base: np.ndarray, q: np.ndarray) -> tuple[HierIndex, Scorer]:
+    """An index of ``base`` with its scorer built by a first search for ``q``."""
+    index = _index(base)
+    _search(index, q)
+    return index, _scorer(index)
+
+
 def test_split_lists_partitions_a_group_into_tight_lists() -> None:
     vecs, labels = clustered_data(200, 32, 4, spread=0.2, seed=1)
     lists = split_lists(vecs, 50)
@@ -84,11 +91,8 @@ def test_scorer_search_keeps_recall_against_exact(data) -> None:
 
 
 def test_a_write_recodes_only_the_groups_it_changed(data) -> None:
-    base, queries = data
-    index = _index(base)
-    q = queries[0]
-    _search(index, q)
-    scorer = _scorer(index)
+    q = data[1][0]
+    index, scorer = _searched(data[0], q)
     rows_before, basis = scorer._state.rows.n, scorer._basis
     # A new cell equal to the query comes first right after it is added.
     index.assign(["new"], q[None, :].copy(), 0.6)
@@ -225,11 +229,8 @@ def test_exact_scans_of_every_group_stay_exact(data) -> None:
 
 
 def test_the_scorers_exact_pass_keeps_the_best_cells_of_current_and_changed_groups(data) -> None:
-    base, queries = data
-    index = _index(base)
-    q = queries[7]
-    _search(index, q)
-    scorer = _scorer(index)
+    q = data[1][7]
+    index, scorer = _searched(data[0], q)
     slots = np.arange(0, len(index.slot_groups), 2)
     for _ in range(2):  # as built, then with a changed (stale) group among the slots
         every = exact_pool(index, None, slots, q)
