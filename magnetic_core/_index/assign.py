@@ -224,16 +224,33 @@ class ChunkRun:
 
         A score is the dot product of row ``i`` with the group's float32 centroid, computed
         exactly and rounded once (float32 products are exact in float64; ``math.fsum``),
-        so it does not depend on how the chunk was cut. Ties go to the lowest slot.
+        so it does not depend on how the chunk was cut. Ties go to the lowest slot. The
+        float64 products are summed by BLAS first, within ``gamma_d |x| |c|`` of the exact
+        sums; only when that leaves the decision open (a near tie, a score at the
+        threshold) are the sums taken exactly.
         """
         index = self.index
-        vec64 = self.x[i].astype(np.float64)
-        best, best_score = -1, -math.inf
-        for slot in np.flatnonzero(row >= floor).tolist():
+        slots = np.flatnonzero(row >= floor).tolist()
+        centroids = np.empty((len(slots), self.x.shape[1]), np.float32)
+        for k, slot in enumerate(slots):
             group = index.slot_groups[slot]
             if float(group.total.dot(group.total)) < 1e-20:
                 self.filing.flush(slot)  # centroid() falls back to the members' mean
-            score = math.fsum((vec64 * group.centroid()).tolist())
+            centroids[k] = group.centroid()
+        vec64 = self.x[i].astype(np.float64)
+        scores = centroids.astype(np.float64) @ vec64
+        dim = vec64.shape[0]
+        norms = np.sqrt(np.einsum("ij,ij->i", centroids, centroids, dtype=np.float64))
+        slack = 2.0 * dim * 2.0**-53 * float(self.norms_l[i]) * float(norms.max()) + 1e-300
+        top = int(scores.argmax())
+        others = np.delete(scores, top)
+        # Gaps of two slacks leave the exact sums apart by a slack, far above their rounding.
+        apart = not (others >= scores[top] - 4.0 * slack).any()
+        if apart and abs(float(scores[top]) - self.threshold) > 2.0 * slack:
+            return slots[top] if scores[top] >= self.threshold else -1
+        best, best_score = -1, -math.inf
+        for k, slot in enumerate(slots):
+            score = math.fsum((vec64 * centroids[k]).tolist())
             if score > best_score:
                 best, best_score = slot, score
         return best if best_score >= self.threshold else -1

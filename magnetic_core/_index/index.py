@@ -220,9 +220,10 @@ class HierIndex:
         norms = np.sqrt(np.einsum("ij,ij->i", totals, totals))
         self._norms[slots] = norms
         totals /= np.maximum(norms, 1e-12)[:, None]
-        self._centroids[slots] = totals
+        rows = totals.astype(np.float32)
+        self._centroids[slots] = rows
         if self._sketch_live:
-            self._sketch.update(self._centroids, slots)  # type: ignore[union-attr]
+            self._sketch.update(self._centroids, slots, rows)  # type: ignore[union-attr]
         if norms.min() < 1e-12:  # a degenerate sum: Group.centroid's fallback
             for slot in np.asarray(slots)[norms < 1e-12].tolist():
                 self._refresh(self.slot_groups[slot])

@@ -71,6 +71,62 @@ def _resolve(i: int, j: int, sims: np.ndarray, bound: np.ndarray, x: np.ndarray,
     return True
 
 
+_BLOCK = 512  # entries per block of the best-score search (a multiple of 8)
+
+
+@njit(cache=True, fastmath=True)
+def _max8(part: np.ndarray) -> np.float32:
+    """The largest entry of ``part`` (not empty; ties and NaN aside), in eight running
+    maxima: LLVM vectorises neither one running maximum nor lanes kept in an array (1.2 ns
+    an entry, against 0.14 here at 9K groups), nor this loop when it starts at an offset
+    of a longer row (hence a view)."""
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = part[0]
+    n = part.shape[0]
+    whole = n - n % 8
+    for j in range(0, whole, 8):
+        m0, m1 = max(m0, part[j]), max(m1, part[j + 1])
+        m2, m3 = max(m2, part[j + 2]), max(m3, part[j + 3])
+        m4, m5 = max(m4, part[j + 4]), max(m5, part[j + 5])
+        m6, m7 = max(m6, part[j + 6]), max(m7, part[j + 7])
+    for j in range(whole, n):
+        m0 = max(m0, part[j])
+    return max(max(max(m0, m1), max(m2, m3)), max(max(m4, m5), max(m6, m7)))
+
+
+@njit(cache=True)
+def _best_two(row: np.ndarray, g: int) -> tuple[int, np.float32, np.float32]:
+    """The best of ``row[:g]`` (its first column and value) and the best of the other
+    columns' values (-inf when ``g`` is 1), as one pass comparing entry by entry would
+    find them, from vectorised block maxima: the pass is most of a row's decision at
+    thousands of groups."""
+    top, block, rest = _max8(row[: min(_BLOCK, g)]), 0, np.float32(-np.inf)
+    for b0 in range(_BLOCK, g, _BLOCK):
+        m = _max8(row[b0 : min(b0 + _BLOCK, g)])
+        if m > top:
+            rest = max(rest, top)
+            top, block = m, b0
+        else:
+            rest = max(rest, m)
+    end = min(block + _BLOCK, g)
+    best = block
+    while row[best] != top:
+        best += 1
+    if best > block:
+        rest = max(rest, _max8(row[block:best]))
+    if best + 1 < end:
+        rest = max(rest, _max8(row[best + 1 : end]))
+    return best, row[best], rest
+
+
+@njit(cache=True)
+def _runner(row: np.ndarray, g: int, best: int, second: np.float32) -> int:
+    """The first column other than ``best`` holding ``second`` (the best of the others)."""
+    for j in range(g):
+        if j != best and row[j] == second:
+            return j
+    return -1
+
+
 @njit(cache=True)
 def _pick(
     i: int,
@@ -94,16 +150,7 @@ def _pick(
         return -1
     row = sims[i]
     while True:
-        # One pass for the best (first of equals) and the best of the others.
-        best, top = 0, row[0]
-        runner, second = -1, np.float32(-np.inf)
-        for j in range(1, g):
-            v = row[j]
-            if v > top:
-                runner, second = best, top
-                best, top = j, v
-            elif v > second:
-                runner, second = j, v
+        best, top, second = _best_two(row, g)
         if pruned and bound[i, best]:
             if _resolve(i, best, sims, bound, x, totals):
                 continue
@@ -112,8 +159,10 @@ def _pick(
         if top64 >= threshold + eps:
             if np.float64(second) < top64 - 2.0 * eps:
                 return best
-            if pruned and bound[i, runner] and _resolve(i, runner, sims, bound, x, totals):
-                continue
+            if pruned:
+                runner = _runner(row, g, best, second)
+                if bound[i, runner] and _resolve(i, runner, sims, bound, x, totals):
+                    continue
             return -2
         if top64 >= threshold - eps:
             return -2
@@ -345,26 +394,21 @@ _LANES = 16  # one AVX-512 register of float32
 
 
 @njit(cache=True, fastmath=True)
-def _sketch_floor(row: np.ndarray, cres: np.ndarray, xres: np.float32, g: int) -> np.float32:
-    """The best lower bound of a row, ``max_j row[j] - xres cres[j]``.
+def _sketch_top(row: np.ndarray, g: int) -> int:
+    """The column of the row's best sketch score (the first of equals; ``g`` > 0): the
+    likeliest best centroid, whose exact score then floors the row.
 
-    Kept in ``_LANES`` running maxima: LLVM does not vectorise a single running maximum
-    (one lane, 1.16 ns an entry at 9K groups, against 0.35 ns in lanes).
+    The best block by its maximum, then a search of that block only.
     """
-    low = np.float32(-4.0)  # below any score of unit rows minus any slack
-    lanes = np.full(_LANES, low)
-    whole = g - g % _LANES
-    for j0 in range(0, whole, _LANES):
-        for lane in range(_LANES):
-            v = row[j0 + lane] - xres * cres[j0 + lane]
-            lanes[lane] = v if v > lanes[lane] else lanes[lane]
-    floor = low
-    for lane in range(_LANES):
-        floor = lanes[lane] if lanes[lane] > floor else floor
-    for j in range(whole, g):
-        v = row[j] - xres * cres[j]
-        floor = v if v > floor else floor
-    return floor
+    top, block = row[0], 0
+    for b0 in range(0, g, _BLOCK):
+        best = _max8(row[b0 : min(b0 + _BLOCK, g)])
+        if best > top:
+            top, block = best, b0
+    for j in range(block, min(block + _BLOCK, g)):
+        if row[j] == top:
+            return j
+    return block
 
 
 @njit(cache=True, fastmath=True)
@@ -396,18 +440,20 @@ def bound_rows(
 
     ``sims[:, :g]`` holds the sketch scores ``(Q'x).(Q'c)`` on entry; ``xres``/``cres``
     (float32) bound the rows' and centroids' residual norms
-    (:mod:`magnetic_core._index.sketch`). Per row, a centroid whose upper bound reaches
-    the best lower bound (less twice the margin) is scored exactly (float32 product); any
-    other entry becomes its upper bound plus the margin, flagged in ``bound``. ``bound``
-    rows must be C-contiguous (the flags are scanned eight at a time: a row of 9K
-    centroids has a few dozen to score).
+    (:mod:`magnetic_core._index.sketch`). Per row (``g`` >= 1), the centroid of the best
+    sketch score is scored exactly, then every centroid whose upper bound reaches that
+    score (less twice the margin; float32 products); any other entry becomes its upper
+    bound plus the margin, flagged in ``bound``. ``bound`` rows must be C-contiguous (the
+    flags are scanned eight at a time: a row of 9K centroids has about ten to score).
     """
     exact = 0
     m = np.float32(margin)
     words = g // 8
     for i in range(x.shape[0]):
         row, flags, xr = sims[i], bound[i], np.float32(xres[i])
-        floor = _sketch_floor(row, cres, xr, g) - 2 * m
+        # The exact score of the likeliest best centroid is a lower bound of the row's best,
+        # far tighter than the sketch's lower bounds: few columns stay to be scored.
+        floor = _dot32(x[i], centroids[_sketch_top(row, g)]) - 2 * m
         _sketch_bounds(row, flags, cres, xr, floor, m, g)
         packed = flags[: 8 * words].view(np.uint64)
         for w in range(words):

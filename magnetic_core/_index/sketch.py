@@ -8,12 +8,13 @@ their leading principal directions) and keeps each centroid's residual norm. For
 most ``|x_res| |c_res|`` (Cauchy-Schwarz; the residuals are the parts outside the basis),
 so ``(Q'x).(Q'c) +- |x_res| |c_res|`` brackets the score, rigorously, whatever the basis.
 
-:func:`kernels.bound_rows` then scores exactly only the centroids whose upper bound
-reaches the best lower bound of the row; every other entry of the chunk's score matrix
-holds its upper bound, flagged, and the compiled loop resolves a flagged entry exactly
-before it could decide anything (:mod:`magnetic_core._index.kernels`). Decisions are
-therefore those of the full product; only the work changes (about r/d of the product
-plus the few exact scores). ``MARGIN`` covers the float32 rounding of the sketch
+:func:`kernels.bound_rows` then scores exactly the centroid with the row's best sketch
+score, and after it only the centroids whose upper bound reaches that exact score (a
+lower bound of the row's best, far tighter than the sketch's own); every other entry of
+the chunk's score matrix holds its upper bound, flagged, and the compiled loop resolves a
+flagged entry exactly before it could decide anything (:mod:`magnetic_core._index.kernels`).
+Decisions are therefore those of the full product; only the work changes (about r/d of
+the product plus the few exact scores). ``MARGIN`` covers the float32 rounding of the sketch
 (products, a basis orthonormal to ~1e-7) and of the bounds' incremental updates.
 
 The basis is refitted when the group count has doubled since the last fit (any basis is
@@ -33,11 +34,12 @@ if TYPE_CHECKING:
 __all__ = ["MARGIN", "Sketch", "for_chunk"]
 
 MARGIN = 1e-3
-# The sketch's rank in twelfths of the dimension: 192 of 384. At 9K groups (1M structured
-# synthetic rows) a row then has 17 centroids to score exactly against 72 at rank 160 and
-# 374 at 128; a chunk of 256 rows took 6.7 ms for the sketch, its bounds and the exact
-# scores, against 7.3 ms at 160 and 6.9 ms at 224.
-RANK_TWELFTHS = 6
+# The sketch's rank in twelfths of the dimension: 160 of 384. At 9K groups (1M structured
+# synthetic rows), with each row floored by the exact score of its best sketch score, a
+# chunk of 256 rows took 6.1 ms for the sketch product, its bounds and the exact scores (8
+# a row), against 6.3 ms at rank 128 (27 a row) and 6.7 ms at 192 (4 a row); floored by
+# the sketch's own lower bounds (session 18), rank 192 took 8.0 ms (13 a row).
+RANK_TWELFTHS = 5
 # Residual norms are square roots of differences of squares, off by ~1e-7 in the square:
 # this floor in the square keeps the bound above the true residual.
 _SQ_FLOOR = 4e-6
@@ -78,9 +80,13 @@ class Sketch:
         res[: self.res.shape[0]] = self.res
         self.proj, self.res = proj, res
 
-    def update(self, centroids: np.ndarray, slots: np.ndarray | list[int]) -> None:
-        """Re-project the given slots' rows of the (full) centroid matrix."""
-        rows = centroids[slots]
+    def update(
+        self, centroids: np.ndarray, slots: np.ndarray | list[int], rows: np.ndarray | None = None
+    ) -> None:
+        """Re-project the given slots' rows of the (full) centroid matrix (``rows``: those
+        rows, when the caller has them)."""
+        if rows is None:
+            rows = centroids[slots]
         projected = rows @ self.basis
         self.proj[slots] = projected
         self.res[slots] = residual_norms(rows, projected)

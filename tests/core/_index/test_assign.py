@@ -108,3 +108,34 @@ def test_scratch_buffers_are_reused_and_grow_on_demand():
     assert c.shape == (50, 50) and c.flags.c_contiguous and not np.shares_memory(a, c)
     g = scratch.gram(6)
     assert g.shape == (6, 6) and g.flags.c_contiguous and np.shares_memory(g, scratch.gram(3))
+
+
+def test_exact_decisions_match_exact_sums_in_ties_and_at_the_threshold():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((200, 24)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    index = HierIndex(24, 64)
+    index.assign([f"c{i}" for i in range(200)], x, 0.5)
+    groups = index.slot_groups
+    assert len(groups) >= 6
+    groups[4].total[:] = groups[1].total  # slots 1 and 4: the same centroid
+    rows = _unit(rng, 40, 24)
+    run = ChunkRun(index, [f"n{i}" for i in range(40)], rows, 0.0, Scratch())
+    everything = np.zeros(len(groups), np.float32)
+
+    def exact(i: int) -> list[float]:
+        v = rows[i].astype(np.float64)
+        return [math.fsum((v * g.centroid()).tolist()) for g in groups]
+
+    for i in range(40):
+        scores = exact(i)
+        best = int(np.argmax(scores))  # the first of equals
+        for threshold in (-1.0, scores[best], np.nextafter(scores[best], 2.0), 0.3):
+            run.threshold = float(threshold)
+            want = best if scores[best] >= threshold else -1
+            assert run._exact_best(i, everything, -1.0) == want
+    tied = groups[1].centroid()  # a row closest to the tied pair goes to the lower slot
+    run.x[0] = tied
+    run.norms_l[0] = float(np.linalg.norm(tied.astype(np.float64)))
+    run.threshold = 0.0
+    assert run._exact_best(0, everything, -1.0) == 1

@@ -99,3 +99,33 @@ def test_score_bound_grows_with_rewrites_and_ratio():
     assert 0.0 < base < 1e-3
     assert kernels.score_bound(1e-5, 2.0, 1.0, 10.0) > base
     assert kernels.score_bound(1e-5, 2.0, 3.0, 0.0) > base
+
+
+def _best_two_reference(row):
+    """One pass entry by entry: the first best column, its value, the best of the others
+    and the first other column holding it (-1 and -inf for a single column)."""
+    best, top, runner, second = 0, row[0], -1, -math.inf
+    for j in range(1, len(row)):
+        if row[j] > top:
+            runner, second, best, top = best, top, j, row[j]
+        elif row[j] > second:
+            runner, second = j, row[j]
+    return best, top, second, runner
+
+
+@pytest.mark.parametrize("g", [1, 2, 7, 8, 9, 511, 512, 513, 1500, 4099])
+def test_the_best_two_of_a_row_match_a_pass_entry_by_entry(g):
+    rng = np.random.default_rng(g)
+    for trial in range(30):
+        row = rng.random(g + 5).astype(np.float32)  # entries past g must be ignored
+        row[g:] = 2.0
+        if trial % 3 == 1:  # ties: a few distinct values, repeated across blocks
+            row[:g] = rng.integers(0, 4, size=g).astype(np.float32) / 4
+        if trial % 3 == 2:  # the best in a late block, equalled in an earlier one
+            row[g - 1] = 1.5
+            row[rng.integers(0, g)] = 1.5
+        best, top, second = kernels._best_two(row, g)
+        want = _best_two_reference(row[:g].tolist())
+        assert (best, float(top), float(second)) == want[:3]
+        if g > 1:
+            assert kernels._runner(row, g, best, second) == want[3]

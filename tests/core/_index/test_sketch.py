@@ -54,20 +54,25 @@ def test_sketched_rebalancing_equals_one_at_a_time():
     assert _state(got) == _state(want)
 
 
-def _bound_rows_reference(x, c, basis, margin):
-    """Exact scores where the upper bound reaches the best lower bound, bounds elsewhere."""
+def _bound_rows_reference(x, c, basis, margin, scores):
+    """Exact scores where the upper bound reaches the exact score of the best sketch score
+    (``scores``, the kernel's input), bounds elsewhere."""
     xq, cq = x @ basis, c @ basis
     approx = (xq @ cq.T).astype(np.float64)
     slack = sketch.residual_norms(x, xq)[:, None] * sketch.residual_norms(c, cq)[None, :]
-    floor = (approx - slack).max(axis=1, keepdims=True) - 2 * margin
-    keep = approx + slack >= floor
     exact = x.astype(np.float64) @ c.T.astype(np.float64)
+    top = scores.argmax(axis=1)  # the first of equals, as the kernel takes it
+    floor = exact[np.arange(len(x)), top][:, None] - 2 * margin
+    keep = approx + slack >= floor
     return np.where(keep, exact, approx + slack + margin), keep
 
 
 @pytest.mark.parametrize(
     ("n", "g", "dim", "rank"),
-    [(1, 1, 8, 2), (40, 3, 12, 4), (5, 17, 12, 4), (30, 64, 24, 8), (200, 90, 48, 16)],
+    [
+        (1, 1, 8, 2), (40, 3, 12, 4), (5, 17, 12, 4), (30, 64, 24, 8), (200, 90, 48, 16),
+        (25, 1300, 24, 8),  # several blocks of the best-score search, ties across them
+    ],  # fmt: skip
 )
 def test_bound_rows_matches_the_reference_and_bounds_every_score(n, g, dim, rank):
     rng = np.random.default_rng(n + g)
@@ -82,10 +87,11 @@ def test_bound_rows_matches_the_reference_and_bounds_every_score(n, g, dim, rank
     sims = np.zeros((n, g + 2), np.float32)
     sims[:, :g] = xq @ sk.proj[:g].T
     flags = np.zeros((n, g + 2), np.bool_)
+    scores = sims[:, :g].copy()
     exact = kernels.bound_rows(
         sims, flags, x, sketch.residual_norms(x, xq), sk.res, c, g, sketch.MARGIN
     )
-    want, keep = _bound_rows_reference(x, c, sk.basis, sketch.MARGIN)
+    want, keep = _bound_rows_reference(x, c, sk.basis, sketch.MARGIN, scores)
     np.testing.assert_array_equal(~flags[:, :g], keep)
     assert exact == keep.sum() and keep.any(axis=1).all()  # every row keeps its best
     np.testing.assert_allclose(sims[:, :g], want, atol=1e-5)
