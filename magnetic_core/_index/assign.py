@@ -131,6 +131,8 @@ class ChunkRun:
         """Rows whose id is stored at the start, or comes again later in the chunk."""
         known, seen = self.index.seq, set()  # stored ones, filed or pending
         flags = np.zeros(len(self.ids), np.bool_)
+        if self.filing.all_new:
+            return flags
         if known.keys().isdisjoint(self.ids) and len(set(self.ids)) == len(self.ids):
             return flags  # all new and distinct: the usual bulk load, checked in C
         for i, cid in enumerate(self.ids):

@@ -38,6 +38,9 @@ class Filing:
         size = max(64, index._centroids.shape[0])
         self.head = np.full(size, -1, np.int64)
         self.sizes = np.zeros(size, np.int64)
+        # All new and distinct (the usual bulk load): no row of the call is stored, or
+        # comes again, so no chunk needs to look its ids up (against every stored id).
+        self.all_new = index.seq.keys().isdisjoint(ids) and len(set(ids)) == len(ids)
         self.resync()
 
     def resync(self) -> None:

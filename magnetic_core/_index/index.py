@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from magnetic_core._index import kernels
 from magnetic_core._index.assign import ChunkRun, Scratch
 from magnetic_core._index.clustering import two_means
 from magnetic_core._index.filing import Filing
@@ -216,16 +217,13 @@ class HierIndex:
         """:meth:`_refresh` for the groups in these (live, distinct) slots."""
         if not slots.size:
             return
-        totals = self._totals[slots]
-        norms = np.sqrt(np.einsum("ij,ij->i", totals, totals))
-        self._norms[slots] = norms
-        totals /= np.maximum(norms, 1e-12)[:, None]
-        rows = totals.astype(np.float32)
-        self._centroids[slots] = rows
+        slots = np.asarray(slots, np.int64)
+        rows = kernels.centroid_rows(self._totals, self._norms, self._centroids, slots)
         if self._sketch_live:
             self._sketch.update(self._centroids, slots, rows)  # type: ignore[union-attr]
+        norms = self._norms[slots]
         if norms.min() < 1e-12:  # a degenerate sum: Group.centroid's fallback
-            for slot in np.asarray(slots)[norms < 1e-12].tolist():
+            for slot in slots[norms < 1e-12].tolist():
                 self._refresh(self.slot_groups[slot])
         self.centroid_epoch += 1
 

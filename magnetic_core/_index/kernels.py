@@ -31,6 +31,7 @@ __all__ = [
     "STORED",
     "assign_rows",
     "bound_rows",
+    "centroid_rows",
     "chain",
     "chains",
     "score_bound",
@@ -467,3 +468,30 @@ def bound_rows(
                 row[j] = _dot32(x[i], centroids[j])
                 exact += 1
     return exact
+
+
+@njit(cache=True)
+def centroid_rows(
+    totals: np.ndarray, norms: np.ndarray, centroids: np.ndarray, slots: np.ndarray
+) -> np.ndarray:
+    """Refresh the given slots' centroid rows from their float64 sums, in one pass per row.
+
+    Each slot's norm (float64) goes to ``norms``, its sum over the norm (floored at 1e-12)
+    to ``centroids`` as float32; returns those rows, stacked in the order of ``slots``. A
+    sum whose norm is below 1e-12 is left to the caller (its centroid is the members').
+    """
+    d = totals.shape[1]
+    rows = np.empty((slots.shape[0], d), np.float32)
+    for k in range(slots.shape[0]):
+        s = slots[k]
+        n2 = 0.0
+        for c in range(d):
+            n2 += totals[s, c] * totals[s, c]
+        norm = math.sqrt(n2)
+        norms[s] = norm
+        den = max(norm, 1e-12)
+        for c in range(d):
+            v = np.float32(totals[s, c] / den)
+            rows[k, c] = v
+            centroids[s, c] = v
+    return rows

@@ -129,3 +129,20 @@ def test_the_best_two_of_a_row_match_a_pass_entry_by_entry(g):
         assert (best, float(top), float(second)) == want[:3]
         if g > 1:
             assert kernels._runner(row, g, best, second) == want[3]
+
+
+def test_centroid_rows_are_the_unit_sums_of_the_given_slots_only():
+    rng = np.random.default_rng(9)
+    totals = rng.standard_normal((6, 20)) * 40
+    totals[3] = 0.0  # a sum that cancelled: norm 0, left for the members' mean
+    norms = np.full(6, -1.0)
+    centroids = np.full((6, 20), 7.0, np.float32)
+    slots = np.array([4, 0, 3])
+    rows = kernels.centroid_rows(totals, norms, centroids, slots)
+    want = np.linalg.norm(totals[slots], axis=1)
+    np.testing.assert_allclose(norms[slots], want, rtol=1e-12)
+    unit = (totals[[4, 0]] / want[:2, None]).astype(np.float32)
+    np.testing.assert_allclose(rows[:2], unit, atol=1e-7)
+    assert not rows[2].any() and norms[3] == 0.0
+    np.testing.assert_array_equal(centroids[slots], rows)
+    assert (centroids[[1, 2, 5]] == 7.0).all() and (norms[[1, 2, 5]] == -1.0).all()
