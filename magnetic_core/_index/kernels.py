@@ -391,25 +391,6 @@ def _dot32(a: np.ndarray, b: np.ndarray) -> np.float32:
 
 # Full fast-math for the sketch passes: their inputs are finite by construction (scores of
 # unit rows, residual norms) and their rounding is covered by the sketch's margin.
-_LANES = 16  # one AVX-512 register of float32
-
-
-@njit(cache=True, fastmath=True)
-def _sketch_top(row: np.ndarray, g: int) -> int:
-    """The column of the row's best sketch score (the first of equals; ``g`` > 0): the
-    likeliest best centroid, whose exact score then floors the row.
-
-    The best block by its maximum, then a search of that block only.
-    """
-    top, block = row[0], 0
-    for b0 in range(0, g, _BLOCK):
-        best = _max8(row[b0 : min(b0 + _BLOCK, g)])
-        if best > top:
-            top, block = best, b0
-    for j in range(block, min(block + _BLOCK, g)):
-        if row[j] == top:
-            return j
-    return block
 
 
 @njit(cache=True, fastmath=True)
@@ -454,7 +435,8 @@ def bound_rows(
         row, flags, xr = sims[i], bound[i], np.float32(xres[i])
         # The exact score of the likeliest best centroid is a lower bound of the row's best,
         # far tighter than the sketch's lower bounds: few columns stay to be scored.
-        floor = _dot32(x[i], centroids[_sketch_top(row, g)]) - 2 * m
+        top = _best_two(row, g)[0]  # the likeliest best centroid
+        floor = _dot32(x[i], centroids[top]) - 2 * m
         _sketch_bounds(row, flags, cres, xr, floor, m, g)
         packed = flags[: 8 * words].view(np.uint64)
         for w in range(words):
