@@ -1,7 +1,7 @@
 """Structured synthetic embeddings for scale runs: a mixture fitted to the Reuters MiniLM vectors.
 
 Usage (the comparison at 100K against the real vectors, written to ``benchmarks/results``):
-``python -m benchmarks.synthetic [--n 100000] [--queries 300]``
+``python -m benchmarks.synthetic [--n 100000] [--queries 1000] [--seed 0]``
 
 In a benchmark::
 
@@ -38,7 +38,36 @@ it beyond the topic model's is the near-duplicates' cosine distribution. Queries
 out like the real ones, which are passages of the same collection: the same share of them
 are perturbations of base rows (pass ``base``).
 
-The fitted model is cached beside the vectors (``~/.cache/magnetic-bench``), keyed by the
+Regions, clumps and mixed passages (model 3, session 28; :class:`Structured`). The topics
+alone put real structure in the wrong places: a broad dense region of the real vectors is
+cut by k-means into many similar topics, and real passages that stray from their topic
+stray towards the topics around it, so a diffuse real query's neighbours lie in many IVF
+lists (those whose 10th neighbour sits at cosine 0.5-0.6 need a median 30 lists; the
+topics alone give 4-5, and put 58% of queries in the diffuse band against 18% real). Three
+layers fix that, each fitted to the real vectors or chosen by comparison (marked):
+
+- Regions: each topic's offsets to its ``REGION_K`` nearest topics' means (weighted by
+  their weights) join its own directions, scaled by ``REGION_BETA`` (by comparison); draws
+  then fill the space between neighbouring topics.
+- Spread floor: the pooled spread quantiles have a low tail (from small and duplicate
+  topics); such a draw in a broad topic lands on the topic's centroid, close to everything
+  around it, and becomes a hub (among the 10 nearest of up to 78 of 5,000 diffuse rows,
+  against at most 4 in the real vectors). The quantiles are floored at their own 5th
+  percentile.
+- Clumps: Reuters has large families of template passages (11% of real rows have 100 or
+  more neighbours above cosine 0.8, 3.7% in the topics alone, and the families double in
+  size from 50K to 100K rows). Dense real rows are grouped into clumps (:func:`fit_clumps`);
+  each is a component: its centre (the mean direction of at least ``CLUMP_MIN`` members),
+  its share of the rows, and the members' cosines to their centres. A clump draw is its
+  centre turned, at one of those cosines, towards a draw of the topic nearest the centre.
+- Mixed passages: a share ``MIX_SHARE`` of topic draws (by comparison) is blended with a
+  draw of another topic (up to ``MIX_MAX`` of it): passages about two subjects.
+
+Topic draws are scaled by ``DRAW_TAU`` (by comparison); the near-duplicate layer is the one
+fitted to the topics alone (at ``TAU``): fitted again over the layers, its share fell to 3%
+and the nearest-neighbour cosines no longer matched.
+
+The fitted models are cached beside the vectors (``~/.cache/magnetic-bench``), keyed by the
 number of source vectors and the settings, so every benchmark draws the same sets.
 """
 
@@ -56,7 +85,16 @@ import numpy as np
 
 from benchmarks import common
 
-__all__ = ["Mixture", "fit_mixture", "load_mixture", "queries", "structured_vectors"]
+__all__ = [
+    "Mixture",
+    "Structured",
+    "fit_mixture",
+    "fit_structured",
+    "load_mixture",
+    "load_structured",
+    "queries",
+    "structured_vectors",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +110,17 @@ NN_SAMPLE = 5000  # rows whose nearest-neighbour cosine is measured when fitting
 QUERY_SEED_OFFSET = 1_000_003  # queries come from another stream than any base set
 SHARED = 256  # directions shared by every topic (of the offsets from a topic's mean)
 MODEL_VERSION = 2  # bump when the fit changes, so cached models are refitted
+# The layers over the topics (model 3, see the module's docstring and Structured).
+REGION_K = 32  # neighbouring topics whose offsets span a topic's region
+REGION_BETA = 1.75  # scale of the region term (by comparison)
+SPREAD_FLOOR = 0.05  # spread quantiles floored at this quantile of themselves
+CLUMP_NEIGHBOURS = 32  # a row is dense when its CLUMP_NEIGHBOURS-th neighbour is close
+CLUMP_COS = 0.8  # ... at this cosine or more; also the cosine to join a clump's centre
+CLUMP_MIN = 10  # fewest members of a clump
+MIX_SHARE = 0.15  # share of topic draws blended with another topic's draw (by comparison)
+MIX_MAX = 0.5  # largest weight of the other topic in a blend
+DRAW_TAU = 0.9  # topic draws' distance from their mean scaled by this (by comparison)
+STRUCTURED_VERSION = 3  # bump when the layers' fit changes
 
 
 @dataclass(frozen=True)
@@ -366,6 +415,245 @@ def load_mixture(source: np.ndarray | None = None, tau: float = TAU) -> Mixture:
     return model
 
 
+@dataclass(frozen=True)
+class Structured:
+    """Topics with regions, clump components, mixed passages; near-duplicates on top.
+
+    Attributes:
+        topics: the topic mixture and its near-duplicates (``benchmarks.synthetic``), with
+            the region directions appended to each component's own and the spread floored.
+        clump_centres: (C, d) unit centres of the clumps.
+        clump_weights: (C,) share of all rows in each clump.
+        clump_topics: (C,) the topic nearest each centre (where a draw turns towards).
+        clump_cosines: (Q,) quantiles of the members' cosines to their centres.
+        topic_weights: (K,) the topics' weights with the clump rows taken out; topics and
+            clumps together sum to 1.
+        mix_share: share of topic draws blended with another topic's draw.
+        mix_max: largest weight of the other topic in a blend.
+    """
+
+    topics: Mixture
+    clump_centres: np.ndarray
+    clump_weights: np.ndarray
+    clump_topics: np.ndarray
+    clump_cosines: np.ndarray
+    topic_weights: np.ndarray
+    mix_share: float = MIX_SHARE
+    mix_max: float = MIX_MAX
+
+    def sample(self, n: int, seed: int = 0, tau: float = DRAW_TAU) -> np.ndarray:
+        """``n`` unit rows (float32), reproducible for a given ``seed``: components (topics
+        and clumps) drawn by weight, then the near-duplicates of ``Mixture.sample`` (a child
+        takes its parent's component and is turned away from it)."""
+        t = self.topics
+        rng = np.random.default_rng(seed)
+        comp = rng.choice(len(self._p), size=n, p=self._p)
+        child = rng.random(n) < t.dup_share
+        child[:1] = False
+        roots, kids = np.flatnonzero(~child), np.flatnonzero(child)
+        before = np.searchsorted(roots, kids)
+        parents = roots[(rng.random(len(kids)) * before).astype(np.int64)]
+        comp[kids] = comp[parents]
+        out = self._draw(comp, rng, tau)
+        for start in range(0, len(kids), 65536):
+            k, p = kids[start : start + 65536], parents[start : start + 65536]
+            out[k] = t._perturb(out[p], out[k], rng)
+        return out
+
+    def sample_queries(
+        self, n: int, seed: int, tau: float = DRAW_TAU, base: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``n`` queries: component draws, a ``query_share`` of them replaced by
+        perturbations of uniformly drawn rows of ``base`` (as ``Mixture.sample_queries``)."""
+        t = self.topics
+        rng = np.random.default_rng(seed)
+        out = self._draw(rng.choice(len(self._p), size=n, p=self._p), rng, tau)
+        if base is not None and len(base):
+            dup = np.flatnonzero(rng.random(n) < t.query_share)
+            parents = np.asarray(base[np.sort(rng.integers(len(base), size=len(dup)))])
+            out[dup] = t._perturb(parents.astype(np.float32), out[dup], rng)
+        return out
+
+    @property
+    def _p(self) -> np.ndarray:
+        p = np.concatenate([self.topic_weights, self.clump_weights]).astype(np.float64)
+        return p / p.sum()
+
+    def _draw(self, comp: np.ndarray, rng: np.random.Generator, tau: float) -> np.ndarray:
+        """Rows of components ``comp`` (topics first, then clumps), unit length."""
+        t, k = self.topics, len(self.topic_weights)
+        in_clump = comp >= k
+        topic = comp.copy()
+        topic[in_clump] = self.clump_topics[comp[in_clump] - k]
+        out = t._topics(topic, rng, tau)
+        if self.mix_share > 0:
+            mix = np.flatnonzero(~in_clump & (rng.random(len(comp)) < self.mix_share))
+            other = t._topics(rng.choice(len(t.weights), size=len(mix), p=t.weights), rng, tau)
+            a = (rng.random(len(mix)) * self.mix_max).astype(np.float32)[:, None]
+            blend = (1.0 - a) * out[mix] + a * other
+            out[mix] = blend / np.linalg.norm(blend, axis=1, keepdims=True)
+        rows = np.flatnonzero(in_clump)
+        for start in range(0, len(rows), 65536):
+            r = rows[start : start + 65536]
+            out[r] = _turn(self.clump_centres[comp[r] - k], out[r], self.clump_cosines, rng)
+        return out
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp.npz")
+        topics = {f"t_{f.name}": getattr(self.topics, f.name) for f in fields(self.topics)}
+        rest = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "topics"}
+        np.savez(tmp, **topics, **rest)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Structured:
+        with np.load(path) as f:
+            got = {k: f[k] for k in f.files}
+        t = {k[2:]: v for k, v in got.items() if k.startswith("t_")}
+        t["dup_share"], t["query_share"] = float(t["dup_share"]), float(t["query_share"])
+        rest = {k: v for k, v in got.items() if not k.startswith("t_")}
+        rest["mix_share"], rest["mix_max"] = float(rest["mix_share"]), float(rest["mix_max"])
+        return cls(topics=Mixture(**t), **rest)
+
+
+def _turn(centres: np.ndarray, towards: np.ndarray, cosines: np.ndarray, rng) -> np.ndarray:
+    """Unit rows at a cosine drawn from the quantiles ``cosines`` to ``centres``, turned
+    towards ``towards`` (``Mixture._perturb`` with another cosine distribution)."""
+    cos = np.interp(rng.random(len(centres)), np.linspace(0, 1, len(cosines)), cosines)
+    cos = cos.astype(np.float32)[:, None]
+    away = towards - np.sum(towards * centres, axis=1, keepdims=True) * centres
+    away /= np.maximum(np.linalg.norm(away, axis=1, keepdims=True), 1e-12)
+    return cos * centres + np.sqrt(np.maximum(1.0 - cos * cos, 0.0)) * away
+
+
+def with_regions(model: Mixture, k: int = REGION_K, beta: float = REGION_BETA) -> Mixture:
+    """``model`` with each component's offsets to its ``k`` nearest components' means (by
+    cosine of the means) appended to its own directions: offset j weighted by
+    ``sqrt(k w_j / sum w)`` over the k neighbours and scaled by ``beta / sqrt(k)``, at
+    deviation 1. A draw moves along them with independent normal coefficients, so its
+    covariance gains ``beta^2 / k`` times the weighted sum of the offsets' outer products."""
+    k = min(k, len(model.weights) - 1)
+    if k < 1:
+        return model
+    means = model.means.astype(np.float32)
+    unit = means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, -np.inf)
+    nbr = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    offsets = means[nbr] - means[:, None, :]  # (K, k, d)
+    w = model.weights[nbr]
+    w = w / w.sum(axis=1, keepdims=True) * k
+    offsets *= (np.sqrt(w) * beta / math.sqrt(k)).astype(np.float32)[:, :, None]
+    kk = len(model.weights)
+    bases = np.concatenate([model.bases, offsets.astype(np.float32)], axis=1)
+    scales = np.concatenate([model.scales, np.ones((kk, k), np.float32)], axis=1)
+    return replace(model, bases=bases, scales=scales)
+
+
+def floor_spread(model: Mixture, q: float = SPREAD_FLOOR) -> Mixture:
+    """``model`` with its spread quantiles floored at their own ``q`` quantile."""
+    spread = np.maximum(model.spread, np.quantile(model.spread, q)).astype(np.float32)
+    return replace(model, spread=spread)
+
+
+def fit_clumps(
+    vectors: np.ndarray,
+    neighbours: int = CLUMP_NEIGHBOURS,
+    cos: float = CLUMP_COS,
+    min_size: int = CLUMP_MIN,
+    rounds: int = 3,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clumps of near-identical real passages: ``(centres, weights, cosine quantiles)``.
+
+    A row is dense when its ``neighbours``-th nearest neighbour is at ``cos`` or closer.
+    Dense rows, densest first, seed a clump with their unclaimed neighbours at ``cos`` or
+    closer; then every dense row joins its nearest centre if at ``cos`` or closer, centres
+    are the mean directions of their members, and clumps under ``min_size`` are dropped
+    (``rounds`` times). Weights are members over all rows."""
+    import faiss
+
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, d = x.shape
+    index = faiss.IndexFlatIP(d)
+    index.add(x)
+    neighbours = min(neighbours, n - 1)
+    sims, nbrs = index.search(x, neighbours + 1)
+    dense = np.flatnonzero(sims[:, neighbours] >= cos)
+    if dense.size == 0:  # nothing dense enough: no clumps
+        return np.zeros((0, d), np.float32), np.zeros(0), np.ones(1, np.float32)
+    order = dense[np.argsort(-sims[dense, neighbours], kind="stable")]
+    taken = np.zeros(n, bool)
+    seeds = []
+    for r in order.tolist():
+        if not taken[r]:
+            seeds.append(r)
+            taken[nbrs[r][sims[r] >= cos]] = True
+    centres = x[seeds].copy()
+    for r in range(rounds + 1):
+        c_index = faiss.IndexFlatIP(d)
+        c_index.add(centres)
+        s, lab = c_index.search(x[dense], 1)
+        ok = s[:, 0] >= cos
+        lab, s = lab[ok, 0], s[ok, 0]
+        counts = np.bincount(lab, minlength=len(centres))
+        if r == rounds:
+            break
+        sums = np.zeros(centres.shape, np.float64)
+        np.add.at(sums, lab, x[dense[ok]])
+        keep = counts >= min_size
+        if not keep.any():  # every clump too small: none
+            return np.zeros((0, d), np.float32), np.zeros(0), np.ones(1, np.float32)
+        centres = (sums[keep] / counts[keep, None]).astype(np.float32)
+        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    keep = counts > 0
+    if not keep.any():
+        return np.zeros((0, d), np.float32), np.zeros(0), np.ones(1, np.float32)
+    cosines = np.quantile(s, np.linspace(0.0, 1.0, 1001)).astype(np.float32)
+    logger.info("clumps: %d, %.3f of rows, largest %d", keep.sum(), counts.sum() / n, counts.max())
+    return centres[keep], (counts[keep] / n).astype(np.float64), cosines
+
+
+def fit_structured(vectors: np.ndarray, topics: Mixture | None = None) -> Structured:
+    """The topics (``benchmarks.synthetic.fit_mixture``, near-duplicates fitted there at its
+    ``TAU``) with regions and a floored spread, the clumps fitted to ``vectors``, and the
+    clump rows' weight taken from the topics nearest their centres."""
+    topics = fit_mixture(vectors) if topics is None else topics
+    topics = floor_spread(with_regions(topics))
+    centres, cweights, cosines = fit_clumps(vectors)
+    unit = topics.means / np.linalg.norm(topics.means, axis=1, keepdims=True)
+    ctopics = np.argmax(centres @ unit.T, axis=1)
+    tw = topics.weights.astype(np.float64).copy()
+    np.subtract.at(tw, ctopics, cweights)
+    tw = np.maximum(tw, 0.0)
+    tw *= (1.0 - cweights.sum()) / tw.sum()
+    return Structured(topics, centres, cweights, ctopics, cosines, tw)
+
+
+_STRUCTURED: dict[int, Structured] = {}
+
+
+def load_structured(source: np.ndarray | None = None) -> Structured:
+    """The model fitted to the cached Reuters vectors (once, then read from disk); the
+    topics are ``benchmarks.synthetic.load_mixture()``'s (same cache)."""
+    source = _source() if source is None else source
+    n = len(source)
+    if n in _STRUCTURED:
+        return _STRUCTURED[n]
+    settings = (
+        f"{n}_{REGION_K}_{REGION_BETA}_{SPREAD_FLOOR}_{CLUMP_NEIGHBOURS}_{CLUMP_COS}_{CLUMP_MIN}"
+    )
+    path = common.cache_dir() / f"synthetic_structured_v{STRUCTURED_VERSION}_{settings}.npz"
+    if path.exists():
+        model = Structured.load(path)
+    else:
+        t0 = time.perf_counter()
+        model = fit_structured(source, load_mixture(source))
+        model.save(path)
+        logger.info("fitted the structured model in %.1f s", time.perf_counter() - t0)
+    _STRUCTURED[n] = model
+    return model
+
+
 def structured_vectors(n: int, seed: int = 0) -> np.ndarray:
     """``n`` synthetic 384-d unit vectors (float32) with the structure of Reuters MiniLM ones.
 
@@ -373,16 +661,16 @@ def structured_vectors(n: int, seed: int = 0) -> np.ndarray:
     does not start with the smaller set (draw once at the largest size and slice if nested
     sets are needed).
     """
-    return load_mixture().sample(n, seed, TAU)
+    return load_structured().sample(n, seed, DRAW_TAU)
 
 
 def queries(n: int, seed: int = 0, base: np.ndarray | None = None) -> np.ndarray:
-    """``n`` query vectors from the same mixture, drawn apart from every base set's rows.
+    """``n`` query vectors from the same model, drawn apart from every base set's rows.
 
     With ``base`` (the rows every base set the queries meet starts with), a share of them
     are near-duplicates of base rows, as held-out real passages are.
     """
-    return load_mixture().sample_queries(n, seed + QUERY_SEED_OFFSET, TAU, base)
+    return load_structured().sample_queries(n, seed + QUERY_SEED_OFFSET, DRAW_TAU, base)
 
 
 # -- the comparison at 100K ------------------------------------------------------------------
@@ -447,22 +735,37 @@ def _real(vecs: np.ndarray, n: int, n_queries: int) -> tuple[np.ndarray, np.ndar
 
 
 def compare(
-    n: int, n_queries: int, source: np.ndarray | None = None, tau: float = TAU
+    n: int,
+    n_queries: int,
+    source: np.ndarray | None = None,
+    tau: float = DRAW_TAU,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """Real against synthetic at ``n``: faiss IVF and engine recall curves side by side."""
+    """Real against synthetic at ``n``: faiss IVF and engine recall curves side by side
+    (the synthetic base and queries drawn with ``seed``)."""
     from magnetic_core.eval import exact_knn
 
     probes = (1, 2, 4, 8, 16, 32, 64)
     budgets = (1000, 2000, 3000, 4000, 6000, 8000)
     source = _source() if source is None else source
-    model = load_mixture(source, tau)
+    structured = load_structured(source)
+    model = structured.topics
     real = _real(source, n, n_queries)
     if len(real[0]) < n:
         logger.warning("only %d real vectors beside the queries: comparing at that N", len(real[0]))
         n = len(real[0])
-    out: dict[str, Any] = {"n": n, "queries": n_queries, "source_vectors": len(source)}
+    out: dict[str, Any] = {
+        "n": n,
+        "queries": n_queries,
+        "source_vectors": len(source),
+        "seed": seed,
+        "model_version": STRUCTURED_VERSION,
+    }
     out["model"] = {
         "components": len(model.weights),
+        "clumps": len(structured.clump_weights),
+        "clump_share": round(float(structured.clump_weights.sum()), 4),
+        "mix_share": structured.mix_share,
         "dup_share": round(model.dup_share, 4),
         "query_share": round(model.query_share, 4),
         "dup_cosine_quartiles": [
@@ -470,8 +773,8 @@ def compare(
         ],
     }
     out["tau"] = tau
-    syn = model.sample(n, 0, tau)
-    q_syn = model.sample_queries(n_queries, QUERY_SEED_OFFSET, tau, syn)
+    syn = structured.sample(n, seed, tau)
+    q_syn = structured.sample_queries(n_queries, seed + QUERY_SEED_OFFSET, tau, syn)
     sets = {"real": real, "synthetic": (syn, q_syn)}
     for name, (base, q) in sets.items():
         truth = exact_knn(base, q, 10)[1]
@@ -521,15 +824,23 @@ def _table(result: dict[str, Any]) -> str:
     rows.append(["base rows: nearest-neighbour cosine quartiles", real[key], syn[key]])
     m = result["model"]
     model = (
-        f"Model: {m['components']} topics; {m['dup_share']:.1%} of rows drawn as near-duplicates "
-        f"of earlier ones ({m['query_share']:.1%} of queries), child-parent cosine quartiles "
+        f"Model {result.get('model_version', 2)}: {m['components']} topics"
+        + (
+            f" with regions, {m['clumps']} clumps ({m['clump_share']:.1%} of rows), "
+            f"{m['mix_share']:.0%} of topic draws mixed"
+            if "clumps" in m
+            else ""
+        )
+        + f"; {m['dup_share']:.1%} of rows drawn as near-duplicates of earlier ones "
+        f"({m['query_share']:.1%} of queries), child-parent cosine quartiles "
         f"{m['dup_cosine_quartiles']}.\n\n"
     )
     head = (
         f"Recall@10 (tie-aware) at N = {result['n']}, {result['queries']} queries, real Reuters "
-        f"MiniLM vectors against `structured_vectors` (TAU {result.get('tau', TAU)}, fitted to "
-        f"{result['source_vectors']:,} Reuters vectors). Largest gap: faiss "
-        f"{result['max_faiss_gap']:.4f}, MagneticMemory {result['max_engine_gap']:.4f}.\n\n"
+        f"MiniLM vectors against `structured_vectors` (draws at TAU {result.get('tau', TAU)}, "
+        f"seed {result.get('seed', 0)}, fitted to {result['source_vectors']:,} Reuters "
+        f"vectors). Largest gap: faiss {result['max_faiss_gap']:.4f}, MagneticMemory "
+        f"{result['max_engine_gap']:.4f}.\n\n"
     )
     return head + model + common.markdown_table(["measure", "real", "synthetic"], rows)
 
@@ -538,10 +849,12 @@ def main(argv: list[str] | None = None) -> None:
     """Fit (or load) the mixture and compare it with the real vectors at ``--n``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic draws")
     ap.add_argument("--out", type=Path, default=common.RESULTS)
+    ap.add_argument("--name", default="synthetic", help="results file name")
     ap.add_argument("--smoke", action="store_true", help="clustered stand-in source, 600 rows")
-    ap.add_argument("--tau", type=float, default=TAU, help="try another TAU (default: TAU)")
+    ap.add_argument("--tau", type=float, default=DRAW_TAU, help="try another draw TAU")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     source = None
@@ -550,14 +863,19 @@ def main(argv: list[str] | None = None) -> None:
 
         source = clustered_data(1200, DIM, 12, spread=0.8, decay=1.5, seed=5)[0]
         args.n, args.queries = 600, 20
-    result = compare(args.n, args.queries, source, args.tau)
+    result = compare(args.n, args.queries, source, args.tau, args.seed)
     common.write_results(
         args.out,
-        "synthetic",
+        args.name,
         {
             "per_component": PER_COMPONENT,
             "shared": SHARED,
             "rank": RANK,
+            "region_k": REGION_K,
+            "region_beta": REGION_BETA,
+            "spread_floor": SPREAD_FLOOR,
+            "clump_cos": CLUMP_COS,
+            "mix_max": MIX_MAX,
             **result,
         },
         _table(result),

@@ -86,3 +86,69 @@ def test_synthetic_comparison_smoke(tmp_path):
         assert result[side]["engine"]["recall_by_probe_cells"]
     assert 0.0 <= result["max_faiss_gap"] <= 1.0
     assert (tmp_path / "synthetic.md").read_text().startswith("# ")
+
+
+def _with_family(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Topics with near-duplicates, plus a family of 150 template passages (each at cosine
+    about 0.9 to one template row); returns the rows and the template."""
+    rng = np.random.default_rng(seed)
+    rows = _with_duplicates(1600, 200, 0.97, seed=seed)
+    template = rng.standard_normal(synthetic.DIM)
+    template /= np.linalg.norm(template)
+    noise = rng.standard_normal((150, synthetic.DIM))
+    noise -= np.outer(noise @ template, template)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    family = 0.9 * template + np.sqrt(1 - 0.9**2) * noise
+    return np.concatenate([rows, family]).astype(np.float32), template
+
+
+def test_clumps_are_fitted_to_template_families_and_drawn_around_their_centres():
+    source, template = _with_family(seed=6)
+    centres, weights, cosines = synthetic.fit_clumps(source, neighbours=16)
+    assert len(centres) >= 1
+    family = centres @ template > 0.97  # the family's mean direction (maybe cut in parts)
+    assert family.any() and float((centres[~family] @ template).max(initial=0.0)) < 0.5
+    assert float(weights[family].sum()) == pytest.approx(150 / len(source), rel=0.1)
+    assert float((centres @ source.T).max()) < 0.9999  # means, not copied rows
+    model = synthetic.fit_structured(source, synthetic.fit_mixture(source, 40, 4, tau=1.0))
+    drawn = model.sample(4000, seed=1, tau=1.0)
+    np.testing.assert_allclose(np.linalg.norm(drawn, axis=1), 1.0, atol=1e-5)
+    near = drawn @ template > 0.8
+    # The family's share of draws is its share of the source (150 of 1,950 rows).
+    assert abs(float(near.mean()) - 150 / len(source)) < 0.03
+    assert float((drawn @ source.T).max()) < 0.9999  # generated, not copied
+    # A source without dense rows has no clumps, and the model draws topics alone.
+    spread = _with_duplicates(400, 0, 0.97, seed=7)
+    assert len(synthetic.fit_clumps(spread, neighbours=16)[0]) == 0
+
+
+def test_regions_spread_draws_towards_neighbouring_topics_and_the_floor_lifts_the_spread():
+    source = _with_duplicates(1600, 0, 0.97, seed=8)
+    topics = synthetic.fit_mixture(source, per_component=40, rank=4, tau=1.0)
+    wide = synthetic.with_regions(topics, k=4, beta=2.0)
+    assert wide.bases.shape[1] == topics.bases.shape[1] + 4
+    unit = topics.means / np.linalg.norm(topics.means, axis=1, keepdims=True)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, -np.inf)
+    c = int(np.argmax(topics.weights))
+    towards = topics.means[int(np.argmax(sims[c]))] - topics.means[c]
+    towards /= np.linalg.norm(towards)
+    labels = np.full(3000, c)
+    rng = np.random.default_rng(0)
+    spread = [float(np.std(m._topics(labels, rng, 1.0) @ towards)) for m in (topics, wide)]
+    assert spread[1] > 1.5 * spread[0]  # draws reach towards the nearest topic
+    floored = synthetic.floor_spread(topics, 0.05)
+    assert floored.spread.min() == pytest.approx(float(np.quantile(topics.spread, 0.05)))
+    assert (floored.spread >= topics.spread).all()
+
+
+def test_the_structured_model_round_trips_through_its_file(tmp_path):
+    source, _ = _with_family(seed=9)
+    model = synthetic.fit_structured(source, synthetic.fit_mixture(source, 40, 4, tau=1.0))
+    model.save(tmp_path / "s.npz")
+    again = synthetic.Structured.load(tmp_path / "s.npz")
+    np.testing.assert_array_equal(model.sample(500, 2, 0.9), again.sample(500, 2, 0.9))
+    base = model.sample(500, 3, 0.9)
+    np.testing.assert_array_equal(
+        model.sample_queries(50, 4, 0.9, base), again.sample_queries(50, 4, 0.9, base)
+    )
