@@ -86,8 +86,9 @@ def main(argv: list[str] | None = None) -> None:
         ],
     )
     head = (
-        f"Structured synthetic set, N = {args.n}, {args.queries} queries (TAU "
-        f"{synthetic.TAU}); {share:.1%} of rows have a neighbour above cosine {args.dup}.\n\n"
+        f"Structured synthetic set, N = {args.n}, {args.queries} queries (model "
+        f"{synthetic.STRUCTURED_VERSION}, draws at TAU {synthetic.DRAW_TAU}); {share:.1%} of "
+        f"rows have a neighbour above cosine {args.dup}.\n\n"
     )
     common.write_results(
         args.out,
