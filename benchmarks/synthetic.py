@@ -77,6 +77,7 @@ import argparse
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -166,13 +167,24 @@ class Mixture:
         """
         rng = np.random.default_rng(seed)
         labels = rng.choice(len(self.weights), size=n, p=self.weights)
+        return self.with_children(labels, rng, lambda comp: self._topics(comp, rng, tau))
+
+    def with_children(
+        self,
+        comp: np.ndarray,
+        rng: np.random.Generator,
+        draw: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """Rows of components ``comp`` (``draw`` makes them), a ``dup_share`` of them
+        children: each takes the component of a root before it and is turned from it."""
+        n = len(comp)
         child = rng.random(n) < self.dup_share
         child[:1] = False
         roots, kids = np.flatnonzero(~child), np.flatnonzero(child)
         before = np.searchsorted(roots, kids)  # roots earlier than each child (row 0 is one)
         parents = roots[(rng.random(len(kids)) * before).astype(np.int64)]
-        labels[kids] = labels[parents]
-        out = self._topics(labels, rng, tau)
+        comp[kids] = comp[parents]
+        out = draw(comp)
         for start in range(0, len(kids), 65536):
             k, p = kids[start : start + 65536], parents[start : start + 65536]
             out[k] = self._perturb(out[p], out[k], rng)
@@ -183,8 +195,15 @@ class Mixture:
         of uniformly drawn rows of ``base`` (none without a base)."""
         rng = np.random.default_rng(seed)
         out = self._topics(rng.choice(len(self.weights), size=n, p=self.weights), rng, tau)
+        return self.near_base(out, rng, base)
+
+    def near_base(
+        self, out: np.ndarray, rng: np.random.Generator, base: np.ndarray | None
+    ) -> np.ndarray:
+        """``out`` with a ``query_share`` of its rows replaced by perturbations of
+        uniformly drawn rows of ``base`` (none without a base)."""
         if base is not None and len(base):
-            dup = np.flatnonzero(rng.random(n) < self.query_share)
+            dup = np.flatnonzero(rng.random(len(out)) < self.query_share)
             parents = np.asarray(base[np.sort(rng.integers(len(base), size=len(dup)))])
             out[dup] = self._perturb(parents.astype(np.float32), out[dup], rng)
         return out
@@ -445,34 +464,18 @@ class Structured:
         """``n`` unit rows (float32), reproducible for a given ``seed``: components (topics
         and clumps) drawn by weight, then the near-duplicates of ``Mixture.sample`` (a child
         takes its parent's component and is turned away from it)."""
-        t = self.topics
         rng = np.random.default_rng(seed)
         comp = rng.choice(len(self._p), size=n, p=self._p)
-        child = rng.random(n) < t.dup_share
-        child[:1] = False
-        roots, kids = np.flatnonzero(~child), np.flatnonzero(child)
-        before = np.searchsorted(roots, kids)
-        parents = roots[(rng.random(len(kids)) * before).astype(np.int64)]
-        comp[kids] = comp[parents]
-        out = self._draw(comp, rng, tau)
-        for start in range(0, len(kids), 65536):
-            k, p = kids[start : start + 65536], parents[start : start + 65536]
-            out[k] = t._perturb(out[p], out[k], rng)
-        return out
+        return self.topics.with_children(comp, rng, lambda c: self._draw(c, rng, tau))
 
     def sample_queries(
         self, n: int, seed: int, tau: float = DRAW_TAU, base: np.ndarray | None = None
     ) -> np.ndarray:
         """``n`` queries: component draws, a ``query_share`` of them replaced by
         perturbations of uniformly drawn rows of ``base`` (as ``Mixture.sample_queries``)."""
-        t = self.topics
         rng = np.random.default_rng(seed)
         out = self._draw(rng.choice(len(self._p), size=n, p=self._p), rng, tau)
-        if base is not None and len(base):
-            dup = np.flatnonzero(rng.random(n) < t.query_share)
-            parents = np.asarray(base[np.sort(rng.integers(len(base), size=len(dup)))])
-            out[dup] = t._perturb(parents.astype(np.float32), out[dup], rng)
-        return out
+        return self.topics.near_base(out, rng, base)
 
     @property
     def _p(self) -> np.ndarray:
