@@ -391,8 +391,6 @@ def _dot32(a: np.ndarray, b: np.ndarray) -> np.float32:
 
 # Full fast-math for the sketch passes: their inputs are finite by construction (scores of
 # unit rows, residual norms) and their rounding is covered by the sketch's margin.
-
-
 @njit(cache=True, fastmath=True)
 def _sketch_bounds(
     row: np.ndarray, flags: np.ndarray, cres: np.ndarray, xres: np.float32, floor, margin, g
