@@ -210,12 +210,7 @@ class Mixture:
 
     def _perturb(self, parents: np.ndarray, towards: np.ndarray, rng: np.random.Generator):
         """Unit rows at a drawn cosine from ``parents``, turned towards ``towards``."""
-        cos = np.interp(
-            rng.random(len(parents)), np.linspace(0, 1, len(self.dup_cosines)), self.dup_cosines
-        ).astype(np.float32)[:, None]
-        away = towards - np.sum(towards * parents, axis=1, keepdims=True) * parents
-        away /= np.maximum(np.linalg.norm(away, axis=1, keepdims=True), 1e-12)
-        return cos * parents + np.sqrt(np.maximum(1.0 - cos * cos, 0.0)) * away
+        return _turn(parents, towards, self.dup_cosines, rng)
 
     def _topics(
         self, labels: np.ndarray, rng: np.random.Generator, tau: float, block: int = 65536
@@ -521,7 +516,7 @@ class Structured:
 
 def _turn(centres: np.ndarray, towards: np.ndarray, cosines: np.ndarray, rng) -> np.ndarray:
     """Unit rows at a cosine drawn from the quantiles ``cosines`` to ``centres``, turned
-    towards ``towards`` (``Mixture._perturb`` with another cosine distribution)."""
+    towards ``towards`` (a near-duplicate from its parent, a clump draw from its centre)."""
     cos = np.interp(rng.random(len(centres)), np.linspace(0, 1, len(cosines)), cosines)
     cos = cos.astype(np.float32)[:, None]
     away = towards - np.sum(towards * centres, axis=1, keepdims=True) * centres
