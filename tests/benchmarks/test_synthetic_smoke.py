@@ -85,7 +85,22 @@ def test_synthetic_comparison_smoke(tmp_path):
         assert all(0.0 <= r <= 1.0 for r in curve.values())
         assert result[side]["engine"]["recall_by_probe_cells"]
     assert 0.0 <= result["max_faiss_gap"] <= 1.0
+    assert result["max_faiss_gap_standard_error"] >= 0.0
+    assert result["max_engine_gap_standard_error"] >= 0.0
+    assert "standard errors" in (tmp_path / "synthetic.md").read_text()
     assert (tmp_path / "synthetic.md").read_text().startswith("# ")
+
+
+def test_recall_standard_error_and_largest_gap():
+    truth = np.tile(np.linspace(1.0, 0.1, 10), (4, 1))
+    perfect = [list(row) for row in truth]
+    assert synthetic._recall(perfect, truth) == (1.0, 0.0)
+    # Two queries all found, two none: mean 0.5, per-query spread 0.577 over sqrt(4).
+    half = perfect[:2] + [[0.0] * 10] * 2
+    assert synthetic._recall(half, truth) == (0.5, round(0.57735 / 2, 4))
+    real = ({1: 0.90, 2: 0.95}, {1: 0.003, 2: 0.004})
+    syn = ({1: 0.91, 2: 0.92}, {1: 0.002, 2: 0.003})
+    assert synthetic._largest_gap(real, syn) == (pytest.approx(0.03), 0.005)
 
 
 def _with_family(seed: int) -> tuple[np.ndarray, np.ndarray]:
