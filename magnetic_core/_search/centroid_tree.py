@@ -1,11 +1,11 @@
 """An index over the centroids of large stores: clusters of centroids, read best first.
 
-At a million cells there are about nine thousand groups, and scoring every centroid's int8
-code (0.25 ms) and choosing among all of them (0.08 ms) was most of what a query cost
-beyond a small store's. The centroids are clustered once (spherical k-means, about two
-clusters per square root of the number of groups); a query scores the clusters' means,
-takes clusters best first until they hold ``SPREAD`` times the groups it wants, and scores
-and chooses among those centroids only
+At a million cells there are seven to nine thousand groups, and scoring every centroid's
+int8 code (0.25 ms) and choosing among all of them (0.08 ms) was most of what a query cost
+beyond a small store's. The centroids are clustered once (spherical k-means, eight
+clusters per square root of the number of groups, about ten centroids each); a query
+scores the clusters' means, takes clusters best first until they hold ``SPREAD`` times the
+groups it wants, and scores and chooses among those centroids only
 (:func:`~magnetic_core._search.kernels.tree_groups`). Groups that a full scan would choose
 can be missed when their cluster ranks low; they are the last of the chosen (the groups
 nearest the query sit in the clusters nearest it), which hold few of the nearest cells.
@@ -30,19 +30,22 @@ from magnetic_core._search.sublists import quantize
 __all__ = ["REFIT_GROWTH", "SPREAD", "TREE_FROM", "CentroidTree", "kept_tree"]
 
 # Groups from which the centroid stage goes through the tree. A query reads SPREAD times
-# the groups it wants (twice its budget's worth: about 470 at the default budget and
-# groups of 110 cells) and scores every centroid when that is half of them or more, so the
-# tree only pays past about 5,600 groups (600K cells); at 250K cells (2,576 groups) it
-# would be read whole.
+# the groups it wants (twice its budget's worth: about 370 at the default budget and
+# groups of 140 cells) and scores every centroid when that is half of them or more, so a
+# tree would be read whole below about 3,000 groups (400K cells; 250K cells form 2,576).
 TREE_FROM = 4096
-# Centroids read per group the query wants. On the 1M structured set (9,002 groups, 469
-# wanted, 190 clusters), in one process against scoring every centroid (1.17-1.19 ms,
-# recall@10 0.9677): 3x 0.94-0.95 ms, 0.9597; 4x 0.94-0.95 ms, 0.9643; 6x 0.97 ms, 0.967;
-# 8x 1.01 ms, 0.968. (With each group filed to its nearest mean, as now: 6x 0.96-0.98 ms,
-# 0.9667, against 1.15-1.16 ms, 0.9677.)
-SPREAD = 6
-# Clusters per square root of the number of groups.
-CLUSTERS_PER_ROOT = 2.0
+# Centroids read per group the query wants, and clusters per square root of the number of
+# groups. Smaller clusters rank the centroids more finely, so fewer of them need reading:
+# on session 28's 1M synthetic sets (7,068 and 7,269 groups, 368 wanted; 300 queries, one
+# process, settings alternated), recall@10 against scoring every centroid (0.9593, 0.9597;
+# 0.61 ms): 2 clusters per root reading 6x (2,377 rows of codes) 0.9477 / 0.9540, 8 per root
+# reading 4x (2,145 rows) 0.9543 / 0.9573, 3x 0.9540 / 0.9563, 16 per root 3x 0.9557 /
+# 0.9593; p50 within noise of each other (0.51-0.55 ms). Finer clusters cost their fit: 0.28
+# s at 7K groups with 2 per root, 0.79 s with 8, 1.45 s with 16 (once per REFIT_GROWTH).
+# (Session 17, 2 per root, on the earlier 9,002-group set: 3x 0.9597, 4x 0.9643, 6x 0.967,
+# every centroid 0.9677.)
+SPREAD = 4
+CLUSTERS_PER_ROOT = 8.0
 # Fit the clusters again once the groups have grown this many times since the last fit.
 REFIT_GROWTH = 1.5
 # Rounds of k-means when fitting.

@@ -43,7 +43,8 @@ def test_fit_partitions_the_slots_and_is_deterministic() -> None:
     cents = _unit(np.random.default_rng(0), 500, 24)
     tree = CentroidTree.fit(cents, *quantize(cents))
     _check(tree, 500, cents)
-    assert tree.means.shape[0] == 45  # two clusters per square root of the groups
+    # CLUSTERS_PER_ROOT clusters per square root of the groups (179 of 500 at 8)
+    assert tree.means.shape[0] == math.ceil(centroid_tree.CLUSTERS_PER_ROOT * math.sqrt(500))
     again = CentroidTree.fit(cents, *quantize(cents))
     np.testing.assert_array_equal(tree.owner, again.owner)
     # A centroid sits in the cluster whose mean is nearest (k-means ends on an assignment).
