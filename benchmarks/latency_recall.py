@@ -258,7 +258,12 @@ def reuters(n_max: int, n_queries: int, smoke: bool) -> tuple[np.ndarray, list[s
 
 
 def synthetic(
-    n: int, n_queries: int, dim: int, structured: bool = True, smallest: int | None = None
+    n: int,
+    n_queries: int,
+    dim: int,
+    structured: bool = True,
+    smallest: int | None = None,
+    seed: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """``n`` synthetic unit vectors and ``n_queries`` queries drawn alike, and their name.
 
@@ -267,6 +272,7 @@ def synthetic(
     queries near-duplicate rows of the first ``smallest`` (every base is a prefix of these);
     otherwise clustered vectors, about 200 per cluster, whose noise has norm 1
     and a decaying spectrum (far less like real embeddings: use it only as a fallback).
+    ``seed``: the structured draw's (base and queries).
     """
     try:
         if not structured:
@@ -276,8 +282,8 @@ def synthetic(
         n_clusters = max(2, n // 200)
         vecs, _ = clustered_data(n + n_queries, dim, n_clusters, spread=1.0, decay=1.0, seed=7)
         return vecs[n_queries:], vecs[:n_queries], "synthetic-clustered"
-    base = mixture.structured_vectors(n)
-    q = mixture.queries(n_queries, base=base[: smallest or n])
+    base = mixture.structured_vectors(n, seed)
+    q = mixture.queries(n_queries, seed, base=base[: smallest or n])
     return base, q, "synthetic-structured"
 
 
@@ -342,6 +348,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--hnsw-max", type=int, default=250_000, help="largest synthetic N for hnswlib")
+    ap.add_argument("--synthetic-seed", type=int, default=0, help="seed of the synthetic draw")
     ap.add_argument("--smoke", action="store_true", help="a few hundred items, hashing vectors")
     ap.add_argument("--out", type=Path, default=common.RESULTS)
     ap.add_argument(
@@ -387,6 +394,7 @@ def main(argv: list[str] | None = None) -> None:
             vecs.shape[1],
             structured=not args.smoke,
             smallest=min(synthetic_sizes),
+            seed=args.synthetic_seed,
         )
         for n in synthetic_sizes:
             base = biggest[:n]
