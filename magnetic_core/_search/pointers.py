@@ -14,7 +14,16 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["EXACT_FAST", "dot_at", "f32_ptr", "i64_ptr", "prefetch_row", "widened"]
+__all__ = [
+    "CODE_DOT_WIDTH",
+    "EXACT_FAST",
+    "code_dot",
+    "dot_at",
+    "f32_ptr",
+    "i64_ptr",
+    "prefetch_row",
+    "widened",
+]
 
 # The float64 sum may be reordered (vectorised): a cosine to float32 precision does not
 # depend on the order of float64 additions of 384 products of unit-vector entries.
@@ -59,6 +68,59 @@ def _prefetch(typingctx, address):  # type: ignore[no-untyped-def]
         ptr = builder.inttoptr(args[0], byte_ptr)
         builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
         return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# Entries of the int8 code row that :func:`code_dot` multiplies (the scorer's default code
+# rank, ``kernels.CODE_RANK``).
+CODE_DOT_WIDTH = 128
+
+
+@intrinsic
+def code_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
+    """``codes[r, :CODE_DOT_WIDTH] . q16[:CODE_DOT_WIDTH]`` for int8 ``codes`` (C order)
+    and an int16 ``q16``, in int32 (the sum wraps; the caller keeps it in range).
+
+    Written as one product of whole vectors and LLVM's add reduction rather than a loop:
+    LLVM then picks the widest multiply-add pairs the CPU has. From a loop its vectoriser
+    chose by the CPU's tuning: on an Intel Xeon with AVX-512 (LLVM's ``rocketlake``) 16
+    products of 128-bit registers per row, on an AMD EPYC (``znver4``) 256-bit ones with
+    VNNI; as vectors, both get 512-bit ``vpdpwssd`` (13,000 rows on the Xeon: 78 -> 49 us).
+    The caller checks that both hold ``CODE_DOT_WIDTH`` entries.
+    """
+    ok = (
+        isinstance(codes, types.Array)
+        and codes.dtype == types.int8
+        and codes.ndim == 2
+        and codes.layout == "C"
+        and isinstance(r, types.Integer)
+        and isinstance(q16, types.Array)
+        and q16.dtype == types.int16
+        and q16.ndim == 1
+    )
+    if not ok:
+        return None
+    sig = types.int32(codes, r, q16)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        codes_type, r_type, q_type = signature.args
+        block = context.make_array(codes_type)(context, builder, args[0])
+        query = context.make_array(q_type)(context, builder, args[2])
+        row_index = context.cast(builder, args[1], r_type, types.intp)
+        zero = context.get_constant(types.intp, 0)
+        row_at = cgutils.get_item_pointer(context, builder, codes_type, block, [row_index, zero])
+        q_at = cgutils.get_item_pointer(context, builder, q_type, query, [zero])
+        n = CODE_DOT_WIDTH
+        wide = ir.VectorType(ir.IntType(32), n)
+        row_ptr = builder.bitcast(row_at, ir.VectorType(ir.IntType(8), n).as_pointer())
+        q_ptr = builder.bitcast(q_at, ir.VectorType(ir.IntType(16), n).as_pointer())
+        row = builder.load(row_ptr, align=1)
+        q = builder.load(q_ptr, align=2)
+        products = builder.mul(builder.sext(row, wide), builder.sext(q, wide))
+        fnty = ir.FunctionType(ir.IntType(32), [wide])
+        reduce = f"llvm.vector.reduce.add.v{n}i32"
+        return builder.call(cgutils.get_or_insert_function(builder.module, fnty, reduce), [products])
 
     return sig, codegen
 

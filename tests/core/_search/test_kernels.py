@@ -121,6 +121,30 @@ def test_the_scan_rounds_the_query_to_int16_steps_without_int32_overflow(seed: i
     assert abs(float(approx[0]) - exact) <= 1e-3 * abs(exact) + 128 * m * unit
 
 
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(1, 40))
+def test_the_code_row_product_sign_extends_both_sides_like_numpy(seed: int, n: int) -> None:
+    from numba import njit
+
+    from magnetic_core._search.pointers import CODE_DOT_WIDTH, code_dot
+
+    @njit
+    def every_row(codes: np.ndarray, q16: np.ndarray) -> np.ndarray:
+        out = np.empty(codes.shape[0], np.int32)
+        for r in range(codes.shape[0]):
+            out[r] = code_dot(codes, r, q16)
+        return out
+
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(-128, 128, (n, CODE_DOT_WIDTH)).astype(np.int8)
+    codes[0] = -128  # the extremes of both types, where a zero extension would show
+    q16 = rng.integers(-(2**15), 2**15 // 16, CODE_DOT_WIDTH).astype(np.int16)
+    q16[:4] = [-(2**15), 2**15 - 1, -1, 0]
+    want = codes.astype(np.int64) @ q16.astype(np.int64)
+    assert np.all(np.abs(want) < 2**31)  # 128 * 128 * 2**15 = 2**29 at most
+    np.testing.assert_array_equal(every_row(codes, q16), want)
+
+
 def test_a_query_with_no_projection_scores_the_lists_by_their_means() -> None:
     codes = np.ones((4, kernels.CODE_RANK), np.int8)
     lens, starts = np.array([2, 2]), np.array([0, 2])
