@@ -162,10 +162,8 @@ def listed_code_top(
                 address, width, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
             )
             # The default rank takes a product of whole vectors (pointers.code_dot).
-            if m == CODE_RANK:
-                acc = code_dot(codes, r, q16)  # type: ignore[call-arg]  # numba adds typingctx
-            else:
-                acc = _dot_any(codes, r, q16, m)
+            fixed = m == CODE_RANK
+            acc = code_dot(codes, r, q16) if fixed else _dot_any(codes, r, q16, m)  # type: ignore[call-arg]
             rows[at] = r
             approx[at] = b + np.float32(acc) * (scales[r] * unit)
             at += 1

@@ -119,8 +119,10 @@ def code_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
         q = builder.load(q_ptr, align=2)
         products = builder.mul(builder.sext(row, wide), builder.sext(q, wide))
         fnty = ir.FunctionType(ir.IntType(32), [wide])
-        reduce = f"llvm.vector.reduce.add.v{n}i32"
-        return builder.call(cgutils.get_or_insert_function(builder.module, fnty, reduce), [products])
+        reduce = cgutils.get_or_insert_function(
+            builder.module, fnty, f"llvm.vector.reduce.add.v{n}i32"
+        )
+        return builder.call(reduce, [products])
 
     return sig, codegen
 
