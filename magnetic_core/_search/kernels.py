@@ -30,6 +30,7 @@ from magnetic_core._search.pointers import (
     CODE_DOT_WIDTH,
     EXACT_FAST,
     code_dot,
+    code_dot_f32,
     dot_at,
     prefetch_row,
     widened,
@@ -73,14 +74,26 @@ RERANK_STEP = 32
 @njit(cache=True, nogil=True, fastmath=_FAST)
 def code_scores(codes: np.ndarray, scales: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Approximate dot products of int8 code rows with ``q``: ``scale_i * (codes_i . q)``."""
-    n, m = codes.shape
+    n = codes.shape[0]
     out = np.empty(n, np.float32)
     for i in range(n):
-        acc = np.float32(0.0)
-        for j in range(m):
-            acc += np.float32(codes[i, j]) * q[j]
-        out[i] = acc * scales[i]
+        out[i] = _row_dot(codes, i, q) * scales[i]
     return out
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
+def _row_dot(codes: np.ndarray, r: int, q: np.ndarray) -> np.float32:
+    """``codes[r] . q`` (int8 codes, float32 ``q`` as long as a row) in float32: common
+    embedding sizes as one product of whole vectors (:func:`code_dot_f32`), others by loop."""
+    m = q.shape[0]
+    if m == 384 and codes.shape[1] == m:
+        return code_dot_f32(codes, r, q, 384)  # type: ignore[call-arg]  # numba adds typingctx
+    if m == 768 and codes.shape[1] == m:
+        return code_dot_f32(codes, r, q, 768)  # type: ignore[call-arg]
+    acc = np.float32(0.0)
+    for j in range(m):
+        acc += np.float32(codes[r, j]) * q[j]
+    return acc
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
@@ -104,10 +117,7 @@ def list_scores(
         if t + _LISTS_AHEAD < m:
             prefetch_row(address + lists[t + _LISTS_AHEAD] * d, d)
         j = lists[t]
-        acc = np.float32(0.0)
-        for c in range(d):
-            acc += np.float32(codes[j, c]) * q[c]
-        acc *= scales[j]
+        acc = _row_dot(codes, j, q) * scales[j]
         base[t] = acc
         cos[t] = acc * inv_norms[j]
     return base, cos
@@ -518,16 +528,12 @@ def tree_groups(
         taken += 1
     cand = np.empty(held, np.int64)
     sims = np.empty(held, np.float32)
-    d = q.shape[0]
     at = 0
     for t in range(taken):
         c = clusters[t]
         for u in range(tree_start[c], tree_start[c + 1]):
-            acc = np.float32(0.0)
-            for j in range(d):
-                acc += np.float32(rows[u, j]) * q[j]
             cand[at] = members[u]
-            sims[at] = acc * row_scale[u]
+            sims[at] = _row_dot(rows, u, q) * row_scale[u]
             at += 1
     return _best_enough(sims, cand, sizes, n_probe, min_cells, want)
 

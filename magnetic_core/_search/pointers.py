@@ -18,6 +18,7 @@ __all__ = [
     "CODE_DOT_WIDTH",
     "EXACT_FAST",
     "code_dot",
+    "code_dot_f32",
     "dot_at",
     "f32_ptr",
     "i64_ptr",
@@ -123,6 +124,56 @@ def code_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
             builder.module, fnty, f"llvm.vector.reduce.add.v{n}i32"
         )
         return builder.call(reduce, [products])
+
+    return sig, codegen
+
+
+@intrinsic
+def code_dot_f32(typingctx, codes, r, q, width):  # type: ignore[no-untyped-def]
+    """``codes[r, :width] . q[:width]`` for int8 ``codes`` (C order) and a float32 ``q``,
+    summed in float32 in any order; ``width`` a constant the caller writes (a literal).
+
+    One product of whole vectors and LLVM's reduction, as :func:`code_dot`: a loop over
+    the entries was vectorised by the CPU's tuning, narrower on Intel Xeons (2,000 rows
+    of 384 in cache on one: 35.9 -> 27.8 us). The caller checks that both hold ``width``
+    entries.
+    """
+    ok = (
+        isinstance(codes, types.Array)
+        and codes.dtype == types.int8
+        and codes.ndim == 2
+        and codes.layout == "C"
+        and isinstance(r, types.Integer)
+        and isinstance(q, types.Array)
+        and q.dtype == types.float32
+        and q.ndim == 1
+        and isinstance(width, types.IntegerLiteral)
+    )
+    if not ok:
+        return None
+    n = width.literal_value
+    sig = types.float32(codes, r, q, width)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        codes_type, r_type, q_type, _ = signature.args
+        block = context.make_array(codes_type)(context, builder, args[0])
+        query = context.make_array(q_type)(context, builder, args[2])
+        row_index = context.cast(builder, args[1], r_type, types.intp)
+        zero = context.get_constant(types.intp, 0)
+        row_at = cgutils.get_item_pointer(context, builder, codes_type, block, [row_index, zero])
+        q_at = cgutils.get_item_pointer(context, builder, q_type, query, [zero])
+        floats = ir.VectorType(ir.FloatType(), n)
+        row_ptr = builder.bitcast(row_at, ir.VectorType(ir.IntType(8), n).as_pointer())
+        q_ptr = builder.bitcast(q_at, floats.as_pointer())
+        row = builder.load(row_ptr, align=1)
+        qv = builder.load(q_ptr, align=4)
+        fast = ("reassoc", "contract", "nsz")
+        products = builder.fmul(builder.sitofp(row, floats), qv, flags=fast)
+        fnty = ir.FunctionType(ir.FloatType(), [ir.FloatType(), floats])
+        name = f"llvm.vector.reduce.fadd.v{n}f32"
+        reduce = cgutils.get_or_insert_function(builder.module, fnty, name)
+        start = ir.Constant(ir.FloatType(), 0.0)
+        return builder.call(reduce, [start, products], fastmath=fast)
 
     return sig, codegen
 

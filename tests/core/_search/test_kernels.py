@@ -51,7 +51,11 @@ def _codes(rng: np.random.Generator, n: int, m: int) -> tuple[np.ndarray, np.nda
 
 
 @SETTINGS
-@given(st.integers(0, 60), st.integers(1, 40), st.integers(0, 2**31))
+@given(
+    st.integers(0, 60),
+    st.one_of(st.integers(1, 40), st.sampled_from([384, 768])),  # 384, 768: whole vectors
+    st.integers(0, 2**31),
+)
 def test_code_scores_equal_the_dequantised_product(n: int, m: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     codes, scales = _codes(rng, n, m)
@@ -390,12 +394,12 @@ def _tree(rng: np.random.Generator, n: int, d: int):
     st.integers(1, 40),
     st.integers(0, 600),
     st.sampled_from([1, 2, 4]),
+    st.sampled_from([8, 384]),  # 384: the centroids' rows as whole vectors
 )
 def test_tree_groups_chooses_among_the_nearest_clusters_centroids(
-    n: int, seed: int, n_probe: int, min_cells: int, spread: int
+    n: int, seed: int, n_probe: int, min_cells: int, spread: int, d: int
 ) -> None:
     rng = np.random.default_rng(seed)
-    d = 8
     tree = _tree(rng, n, d)
     q = rng.integers(-3, 4, d).astype(np.float32)
     sizes = rng.integers(1, 40, n).astype(np.int64)
