@@ -78,6 +78,38 @@ def _prefetch(typingctx, address):  # type: ignore[no-untyped-def]
 CODE_DOT_WIDTH = 128
 
 
+def _row_and_query(codes: types.Type, r: types.Type, q: types.Type, q_dtype: types.Type) -> bool:
+    """Whether ``(codes, r, q)`` are int8 C-order rows, an integer row and a 1-D ``q_dtype``
+    query: the arguments :func:`code_dot` and :func:`code_dot_f32` take."""
+    return (
+        isinstance(codes, types.Array)
+        and codes.dtype == types.int8
+        and codes.ndim == 2
+        and codes.layout == "C"
+        and isinstance(r, types.Integer)
+        and isinstance(q, types.Array)
+        and q.dtype == q_dtype
+        and q.ndim == 1
+    )
+
+
+def _load_row_and_query(context, builder, signature, args, n, q_type, q_align):  # type: ignore[no-untyped-def]
+    """IR loading ``codes[r, :n]`` as an ``<n x i8>`` vector and ``q[:n]`` as an ``<n x
+    q_type>`` one, aligned to ``q_align`` bytes (``args``: codes, r, q, ...)."""
+    codes_type, r_type, query_type = signature.args[:3]
+    block = context.make_array(codes_type)(context, builder, args[0])
+    query = context.make_array(query_type)(context, builder, args[2])
+    row_index = context.cast(builder, args[1], r_type, types.intp)
+    zero = context.get_constant(types.intp, 0)
+    row_at = cgutils.get_item_pointer(context, builder, codes_type, block, [row_index, zero])
+    q_at = cgutils.get_item_pointer(context, builder, query_type, query, [zero])
+    row_ptr = builder.bitcast(row_at, ir.VectorType(ir.IntType(8), n).as_pointer())
+    q_ptr = builder.bitcast(q_at, ir.VectorType(q_type, n).as_pointer())
+    row = builder.load(row_ptr, align=1)
+    q = builder.load(q_ptr, align=q_align)
+    return row, q
+
+
 @intrinsic
 def code_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
     """``codes[r, :CODE_DOT_WIDTH] . q16[:CODE_DOT_WIDTH]`` for int8 ``codes`` (C order)
@@ -90,34 +122,14 @@ def code_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
     VNNI; as vectors, both get 512-bit ``vpdpwssd`` (13,000 rows on the Xeon: 78 -> 49 us).
     The caller checks that both hold ``CODE_DOT_WIDTH`` entries.
     """
-    ok = (
-        isinstance(codes, types.Array)
-        and codes.dtype == types.int8
-        and codes.ndim == 2
-        and codes.layout == "C"
-        and isinstance(r, types.Integer)
-        and isinstance(q16, types.Array)
-        and q16.dtype == types.int16
-        and q16.ndim == 1
-    )
-    if not ok:
+    if not _row_and_query(codes, r, q16, types.int16):
         return None
     sig = types.int32(codes, r, q16)
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        codes_type, r_type, q_type = signature.args
-        block = context.make_array(codes_type)(context, builder, args[0])
-        query = context.make_array(q_type)(context, builder, args[2])
-        row_index = context.cast(builder, args[1], r_type, types.intp)
-        zero = context.get_constant(types.intp, 0)
-        row_at = cgutils.get_item_pointer(context, builder, codes_type, block, [row_index, zero])
-        q_at = cgutils.get_item_pointer(context, builder, q_type, query, [zero])
         n = CODE_DOT_WIDTH
         wide = ir.VectorType(ir.IntType(32), n)
-        row_ptr = builder.bitcast(row_at, ir.VectorType(ir.IntType(8), n).as_pointer())
-        q_ptr = builder.bitcast(q_at, ir.VectorType(ir.IntType(16), n).as_pointer())
-        row = builder.load(row_ptr, align=1)
-        q = builder.load(q_ptr, align=2)
+        row, q = _load_row_and_query(context, builder, signature, args, n, ir.IntType(16), 2)
         products = builder.mul(builder.sext(row, wide), builder.sext(q, wide))
         fnty = ir.FunctionType(ir.IntType(32), [wide])
         reduce = cgutils.get_or_insert_function(
@@ -138,35 +150,16 @@ def code_dot_f32(typingctx, codes, r, q, width):  # type: ignore[no-untyped-def]
     of 384 in cache on one: 35.9 -> 27.8 us). The caller checks that both hold ``width``
     entries.
     """
-    ok = (
-        isinstance(codes, types.Array)
-        and codes.dtype == types.int8
-        and codes.ndim == 2
-        and codes.layout == "C"
-        and isinstance(r, types.Integer)
-        and isinstance(q, types.Array)
-        and q.dtype == types.float32
-        and q.ndim == 1
-        and isinstance(width, types.IntegerLiteral)
-    )
-    if not ok:
+    if not _row_and_query(codes, r, q, types.float32):
+        return None
+    if not isinstance(width, types.IntegerLiteral):
         return None
     n = width.literal_value
     sig = types.float32(codes, r, q, width)
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        codes_type, r_type, q_type, _ = signature.args
-        block = context.make_array(codes_type)(context, builder, args[0])
-        query = context.make_array(q_type)(context, builder, args[2])
-        row_index = context.cast(builder, args[1], r_type, types.intp)
-        zero = context.get_constant(types.intp, 0)
-        row_at = cgutils.get_item_pointer(context, builder, codes_type, block, [row_index, zero])
-        q_at = cgutils.get_item_pointer(context, builder, q_type, query, [zero])
         floats = ir.VectorType(ir.FloatType(), n)
-        row_ptr = builder.bitcast(row_at, ir.VectorType(ir.IntType(8), n).as_pointer())
-        q_ptr = builder.bitcast(q_at, floats.as_pointer())
-        row = builder.load(row_ptr, align=1)
-        qv = builder.load(q_ptr, align=4)
+        row, qv = _load_row_and_query(context, builder, signature, args, n, ir.FloatType(), 4)
         fast = ("reassoc", "contract", "nsz")
         products = builder.fmul(builder.sitofp(row, floats), qv, flags=fast)
         fnty = ir.FunctionType(ir.FloatType(), [ir.FloatType(), floats])
