@@ -72,7 +72,7 @@ def join_rows(
         rows: each one's arena row (the scorer's ``doc_rows``), -1 where no current block
             holds it.
         row_block: the block of each arena row; ``block_slot``: the slot of each block.
-        probed: whether each slot is probed.
+        probed: whether each slot is probed (empty: every slot is).
         have: the pool's document numbers (any order).
         addresses: each block's address; ``row_in_block``: each arena row's row in it.
         q: the query vector (float32).
@@ -83,20 +83,19 @@ def join_rows(
         pool does not hold (their slot is found by id).
     """
     n = docs.shape[0]
-    pooled = np.sort(have)
+    pooled = _bitmap(have, docs)
     joined = np.empty(n, np.int64)
     loose = np.empty(n, np.int64)
     m = u = 0
     for i in range(n):
         d = docs[i]
-        at = np.searchsorted(pooled, d)
-        if at < pooled.shape[0] and pooled[at] == d:
+        if d >= 0 and pooled[d >> 6] & (np.uint64(1) << np.uint64(d & 63)):
             continue
         r = rows[i]
         if r < 0:
             loose[u] = i
             u += 1
-        elif probed[block_slot[row_block[r]]]:
+        elif probed.shape[0] == 0 or probed[block_slot[row_block[r]]]:
             joined[m] = i
             m += 1
     scores = np.empty(m, np.float32)
@@ -112,6 +111,25 @@ def join_rows(
         r = rows[joined[t]]
         scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
     return joined[:m], scores, loose[:u]
+
+
+@njit(cache=True, nogil=True)
+def _bitmap(have: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """One bit per document number up to the largest of ``have`` and ``docs``, set for the
+    numbers of ``have`` (negative ones left out). Membership by bit, not by a sort of the
+    pool and a search per number: sorting a text query's pool of about 300 numbers took
+    8.5 us, most of the join of its best 50 BM25 matches besides their rows."""
+    top = 0
+    for i in range(have.shape[0]):
+        top = max(top, have[i])
+    for i in range(docs.shape[0]):
+        top = max(top, docs[i])
+    bits = np.zeros((top >> 6) + 1, np.uint64)
+    for i in range(have.shape[0]):
+        d = have[i]
+        if d >= 0:
+            bits[d >> 6] |= np.uint64(1) << np.uint64(d & 63)
+    return bits
 
 
 @njit(cache=True, nogil=True)

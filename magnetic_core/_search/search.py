@@ -178,8 +178,7 @@ def _join_lexical(
             top, top_vals, at_pool = found
             stages.lexical_best = float(top_vals[0])
             pool.bm25 = at_pool
-            everywhere = np.ones(len(index.slot_groups), bool)
-            _join_docs(index, lexical, scorer, pool, top, everywhere, plan.vector, top_vals)
+            _join_docs(index, lexical, scorer, pool, top, _EVERYWHERE, plan.vector, top_vals)
             stages.lexical_top = top
             return
     scored = stages.lexical
@@ -189,6 +188,10 @@ def _join_lexical(
     top_ids = lexical.cids_of(top)
     pool.extend_docs(index, top, plan.vector, top_ids, scorer)
     stages.lexical_top = top
+
+
+# The slots a pool's joins may come from when they may come from any (``join_rows``).
+_EVERYWHERE = np.zeros(0, bool)
 
 
 def _ready(index: HierIndex, plan: SearchPlan, scorer: Scorer | None) -> tuple[Scorer | None, bool]:
@@ -284,8 +287,8 @@ def _join_docs(
     q: np.ndarray,
     bm25: np.ndarray | None = None,
 ) -> None:
-    """Add the cells of ``docs`` (distinct numbers) in ``probed`` slots that a pool named
-    by document number lacks, with their exact cosines: found and scored from the
+    """Add the cells of ``docs`` (distinct numbers) in ``probed`` slots (empty: in any)
+    that a pool named by document number lacks, with their exact cosines: found and scored from the
     scorer's rows in one compiled pass (an entity can boost thousands of cells), by id
     only for the cells of groups changed since coded. ``bm25``: the BM25 of ``docs``."""
     joined, scores, loose = scorer.join_docs(docs, lexical, probed, pool.docs(lexical), q)
@@ -293,7 +296,8 @@ def _join_docs(
     if loose.shape[0]:
         loc = index.loc
         named = [(i, c) for i, c in zip(loose.tolist(), lexical.cids_of(docs[loose]), strict=True)]
-        named = [(i, c) for i, c in named if probed[loc[c].slot]]
+        if probed.shape[0]:
+            named = [(i, c) for i, c in named if probed[loc[c].slot]]
         if named:
             at = np.array([i for i, _ in named], np.int64)
             cosines = index.vectors([c for _, c in named]) @ q

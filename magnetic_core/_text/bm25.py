@@ -149,12 +149,14 @@ def _collect_top(seen: np.ndarray, acc: np.ndarray, n_top: int) -> tuple[np.ndar
     ascending order into a buffer cut back to the best when it fills (``_cut``), so no
     array the size of the matches is written (a 25-word query touches 17K documents at
     100K cells) and no second pass selects from one."""
+    if n_top <= 0:
+        _clear(seen, acc)
+        return np.empty(0, np.int64), np.empty(0, np.float32)
     cap = max(4 * n_top, 64)
     keys = np.empty(cap, np.float32)
     index = np.empty(cap, np.int64)
     held = 0
-    cut = False
-    bar = -np.inf
+    bar = np.float32(-np.inf)  # every score is positive: all pass until the first cut
     for word in range(seen.shape[0]):
         x = seen[word]
         while x != 0:
@@ -163,18 +165,30 @@ def _collect_top(seen: np.ndarray, acc: np.ndarray, n_top: int) -> tuple[np.ndar
             v = np.float32(acc[d])
             acc[d] = 0.0
             x ^= low
-            if n_top <= 0 or (cut and not v > bar):  # ties lose to the lower numbers kept
-                continue
+            # Written always, kept only above the bar (ties lose to the lower numbers
+            # kept): a branch on the score was mispredicted about half the time, 6 us of
+            # the 50 us pass of an 8-word query at 100K cells.
             keys[held] = v
             index[held] = d
-            held += 1
+            held += v > bar
             if held == cap:
-                bar, held = _cut(keys, index, held, n_top)
-                cut = True
-    if held > n_top > 0:
+                cut_at, held = _cut(keys, index, held, n_top)
+                bar = np.float32(cut_at)
+    if held > n_top:
         _, held = _cut(keys, index, held, n_top)
     order = _descending(keys[:held])
     return index[:held][order], keys[:held][order]
+
+
+@njit(cache=True, nogil=True)
+def _clear(seen: np.ndarray, acc: np.ndarray) -> None:
+    """Zero ``acc`` again where ``seen`` marks it touched."""
+    for word in range(seen.shape[0]):
+        x = seen[word]
+        while x != 0:
+            low = x & (~x + np.uint64(1))
+            acc[(word << 6) + _BIT[(low * _DE_BRUIJN) >> np.uint64(58)]] = 0.0
+            x ^= low
 
 
 # The position of a lone set bit: its product with a de Bruijn sequence has a distinct top

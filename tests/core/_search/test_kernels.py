@@ -736,17 +736,20 @@ def test_join_rows_takes_the_probed_cells_the_pool_lacks_like_numpy(
     rows = np.where(
         rng.random(docs.shape[0]) < 0.8, rng.integers(0, row_block.shape[0], docs.shape[0]), -1
     )
+    # a pooled cell the lexical index lacks is numbered -1; numbers past every doc's too
     have = rng.permutation(
-        np.concatenate([rng.choice(docs, docs.shape[0] // 3), rng.integers(0, 100, 5)])
+        np.concatenate([rng.choice(docs, docs.shape[0] // 3), rng.integers(-1, 300, 5)])
     )
     q = rng.integers(-2, 3, d).astype(np.float32)
+    everywhere = seed % 3 == 0  # an empty mask: every slot counts as probed
+    mask = np.zeros(0, bool) if everywhere else probed
     joined, scores, loose = join_kernel.join_rows(
-        docs, rows, row_block, block_slot, probed, have, addresses, row_in_block, q
+        docs, rows, row_block, block_slot, mask, have, addresses, row_in_block, q
     )
     fresh = ~np.isin(docs, have)
     held = rows >= 0
     slot = block_slot[row_block[np.where(held, rows, 0)]]
-    want = np.flatnonzero(fresh & held & probed[slot])
+    want = np.flatnonzero(fresh & held & (everywhere | probed[slot]))
     np.testing.assert_array_equal(joined, want)
     exact = [blocks[row_block[r]][row_in_block[r]] @ q for r in rows[want]]
     np.testing.assert_array_equal(scores, np.array(exact, np.float32))
