@@ -289,16 +289,18 @@ def exact_prefix(
         for i in top_k(others, k):
             fused[n + held] = others[i]
             held += 1
-    for t in range(min(_AHEAD, n)):
-        r = rows[t]
-        prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
     err_sum = 0.0
     err_sq = 0.0
     done = 0
     while done < n:
         end = min(n, done + max(step, k - done, 1))
+        # Rows are asked for only within the step: most reranks stop after their first
+        # step, and rows asked for past it would be read from memory for nothing.
+        for t in range(done, min(done + _AHEAD, end)):
+            r = rows[t]
+            prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
         for t in range(done, end):
-            if t + _AHEAD < n:  # rows are scattered: ask for a later one while this one is scored
+            if t + _AHEAD < end:  # rows are scattered: ask for a later one while this one is scored
                 r = rows[t + _AHEAD]
                 prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
             r = rows[t]

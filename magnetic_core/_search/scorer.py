@@ -493,6 +493,33 @@ class Scorer:
             q,
         )
 
+    def lexical_join(
+        self,
+        lexical: LexicalIndex,
+        terms: tuple[str, ...],
+        have: np.ndarray,
+        n_top: int,
+        q: np.ndarray,
+    ) -> tuple[np.ndarray, ...] | None:
+        """BM25 of ``terms`` for a pool holding ``have``, and the join of its ``n_top`` best
+        from any slot, in one call (see :func:`~magnetic_core._search.join_kernel.bm25_join`);
+        None when no term is scored."""
+        args = lexical.kernel_args(terms)
+        if args is None:
+            return None
+        from magnetic_core._search.join_kernel import bm25_join  # numba: loaded by the probe
+
+        st = self._state
+        return bm25_join(  # type: ignore[no-any-return]
+            *args,
+            have,
+            n_top,
+            *st.doc_row_args(lexical),
+            st.blocks.cols["address"],
+            st.rows.cols["row"],
+            q,
+        )
+
     def row_cosines(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Exact cosines of the given rows' cells, read from their blocks by address."""
         cols = self._state.rows.cols

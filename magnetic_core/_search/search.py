@@ -173,12 +173,13 @@ def _join_lexical(
     n_top = max(plan.lexical_candidates, plan.k)
     if pool.has_docs_only() and scorer is not None and not _threaded(catalog, plan):
         # (a pool named by number only comes from a coded probe: the scorer is there)
-        found = lexical.pool_scores(stages.lexical_terms, pool.docs(lexical), n_top)
+        q = plan.vector
+        found = scorer.lexical_join(lexical, stages.lexical_terms, pool.docs(lexical), n_top, q)
         if found is not None:
-            top, top_vals, at_pool = found
+            top, top_vals, at_pool, joined, scores, loose = found
             stages.lexical_best = float(top_vals[0])
             pool.bm25 = at_pool
-            _join_docs(index, lexical, scorer, pool, top, _EVERYWHERE, plan.vector, top_vals)
+            _add_joined(index, lexical, pool, top, _EVERYWHERE, q, top_vals, joined, scores, loose)
             stages.lexical_top = top
             return
     scored = stages.lexical
@@ -292,6 +293,23 @@ def _join_docs(
     scorer's rows in one compiled pass (an entity can boost thousands of cells), by id
     only for the cells of groups changed since coded. ``bm25``: the BM25 of ``docs``."""
     joined, scores, loose = scorer.join_docs(docs, lexical, probed, pool.docs(lexical), q)
+    _add_joined(index, lexical, pool, docs, probed, q, bm25, joined, scores, loose)
+
+
+def _add_joined(
+    index: HierIndex,
+    lexical: LexicalIndex,
+    pool: Pool,
+    docs: np.ndarray,
+    probed: np.ndarray,
+    q: np.ndarray,
+    bm25: np.ndarray | None,
+    joined: np.ndarray,
+    scores: np.ndarray,
+    loose: np.ndarray,
+) -> None:
+    """Add what a join of ``docs`` found (``Scorer.join_docs``) to the pool: the cells
+    joined with their cosines, then the loose ones in ``probed`` slots, scored by id."""
     pool.add_docs(docs[joined], scores, None if bm25 is None else bm25[joined])
     if loose.shape[0]:
         loc = index.loc

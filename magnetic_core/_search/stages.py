@@ -85,7 +85,7 @@ class Stages:
     def lexical(self) -> tuple[np.ndarray, np.ndarray] | None:
         """BM25 ``(docs, scores)`` of every cell holding a query word (None when the stage
         is off), made when first asked for: a coded probe's pool gets what it needs of
-        them in one pass (``LexicalIndex.pool_scores``) and never asks."""
+        them in one pass (``Scorer.lexical_join``) and never asks."""
         if not self.lexical_terms or self._lexicon is None:
             return None
         if self._lexical is None:

@@ -53,28 +53,12 @@ class BM25Queries:
         Returns:
             ``(docs, scores)``: document numbers (ascending) and their BM25 scores.
         """
-        args = self._kernel_args(query)
+        args = self.kernel_args(query)
         if args is None:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
 
         return bm25_scores(*args)
-
-    def pool_scores(
-        self, query: Iterable[str], pool: np.ndarray, n_top: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """What a search needs of :meth:`scores`, in one compiled pass: the ``n_top`` best
-        ``(docs, scores)``, best first (ties: the lower number first), and the score of
-        each document number in ``pool`` (0 where absent); None when no term matches.
-
-        Nothing the size of the matches is kept or searched (17K documents for a 25-word
-        query at 100K cells)."""
-        args = self._kernel_args(query)
-        if args is None:
-            return None
-        from magnetic_core._text.bm25 import bm25_pool  # numba: imported on first use
-
-        return bm25_pool(*args, pool, n_top)  # type: ignore[call-arg]  # numba's typing
 
     def matches(self, query: Iterable[str]) -> bool:
         """Whether :meth:`scores` of ``query`` finds any document."""
@@ -85,7 +69,7 @@ class BM25Queries:
                 return True
         return False
 
-    def _kernel_args(self, query: Iterable[str]) -> tuple[Any, ...] | None:
+    def kernel_args(self, query: Iterable[str]) -> tuple[Any, ...] | None:
         """The BM25 kernels' arguments for ``query`` (None when no term is scored).
 
         The postings are passed by address: they must not change until the kernel has

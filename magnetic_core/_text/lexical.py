@@ -190,7 +190,7 @@ class LexicalIndex(BM25Queries):
         return np.frombuffer(post[0], dtype=np.int64), np.frombuffer(post[1], dtype=np.float32)
 
     def _posting_at(self, term: str) -> tuple[int, int, int, int] | None:
-        """A term's postings by address (see ``BM25Queries._kernel_args``)."""
+        """A term's postings by address (see ``BM25Queries.kernel_args``)."""
         flat = self._flat
         if flat is not None:
             return flat.posting_at(term)

@@ -788,3 +788,57 @@ def test_join_docs_finds_the_rows_and_joins_as_the_two_kernels_do(
     )
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(1, 5), st.integers(0, 30))
+def test_bm25_join_is_the_pool_pass_then_the_join_of_its_best_from_any_slot(
+    seed: int, n_terms: int, n_top: int
+) -> None:
+    """The lexical stage in one call gives what ``bm25_pool`` then ``join_docs`` (every
+    slot probed) give, and leaves the scratch row zeroed."""
+    from magnetic_core._text.bm25 import bm25_pool
+
+    rng = np.random.default_rng(seed)
+    d, n_blocks, n_numbers, n_slots = 5, 4, 100, 3
+    blocks, addresses, row_block, row_in_block = _blocks(rng, n_blocks, 12, d)
+    n_rows = row_block.shape[0]
+    table = np.where(rng.random(n_numbers) < 0.8, rng.integers(0, n_rows, n_numbers), -1)
+    doc_col = np.full(n_rows, -1, np.int64)
+    recorded = np.flatnonzero(table >= 0)
+    doc_col[table[recorded]] = recorded
+    block_slot = rng.integers(0, n_slots, n_blocks)
+    slot_block = np.zeros(n_slots, np.int64)
+    slot_block[block_slot] = np.arange(n_blocks)
+    stale = rng.random(n_slots) < 0.2
+    alive = rng.random(n_numbers) < 0.9
+    table_args = (table, doc_col, row_block, block_slot, slot_block, stale, alive)
+    # postings: ascending numbers per term, with term frequencies and document lengths
+    kept = []
+    for _ in range(n_terms):
+        docs = _sorted_unique(rng, int(rng.integers(0, 40)), n_numbers)
+        tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
+        kept.append((docs, tfs, rng.integers(1, 9, docs.shape[0]).astype(np.float32)))
+    acc = np.zeros(n_numbers, np.float32)
+    bm25_args = (
+        np.array([x.ctypes.data for x, _, _ in kept], np.int64),
+        np.array([f.ctypes.data for _, f, _ in kept], np.int64),
+        np.array([n.ctypes.data for _, _, n in kept], np.int64),
+        np.array([x.shape[0] for x, _, _ in kept], np.int64),
+        rng.uniform(0.5, 3.0, n_terms).astype(np.float32),
+        4.0,
+        1.2,
+        0.75,
+        n_numbers,
+        acc,
+    )
+    have = rng.integers(-1, n_numbers, 12)
+    q = rng.integers(-2, 3, d).astype(np.float32)
+    got = join_kernel.bm25_join(*bm25_args, have, n_top, *table_args, addresses, row_in_block, q)
+    assert not acc.any()
+    top, top_vals, at_pool = bm25_pool(*bm25_args, have, n_top)
+    want = (top, top_vals, at_pool) + join_kernel.join_docs(
+        top, *table_args, np.ones(n_slots, bool), have, addresses, row_in_block, q
+    )
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from magnetic_core._text.bm25 import bm25_pool
 from magnetic_core._text.lexical import LexicalIndex
 
 WORDS = [f"w{i}" for i in range(12)]
@@ -242,7 +243,7 @@ def test_liveness_and_generation_follow_every_change_of_the_cells():
     assert not restored.dead(restored.numbers(ids[2000:])).any()
 
 
-def test_pool_scores_are_the_scores_a_search_would_look_up():
+def test_the_pool_pass_gives_the_scores_a_search_would_look_up():
     lex = LexicalIndex()
     rng = np.random.default_rng(3)
     words = ["gene", "brca1", "protein", "cell", "berlin", "mouse"] + [f"w{i}" for i in range(20)]
@@ -251,13 +252,13 @@ def test_pool_scores_are_the_scores_a_search_would_look_up():
     query = lex.query_terms("brca1 protein mouse")
     docs, vals = lex.scores(query)
     pool = lex.numbers(["c3", "missing", "c150", "c7"])
-    top, top_vals, at_pool = lex.pool_scores(query, pool, 20)
+    top, top_vals, at_pool = bm25_pool(*lex.kernel_args(query), pool, 20)
     want_top, want_vals = lex.top_docs(docs, vals, 20)
     assert top.tolist() == want_top.tolist()
     np.testing.assert_array_equal(top_vals, want_vals)
     np.testing.assert_array_equal(at_pool, lex.scores_at(pool, docs, vals))
     assert lex.matches(query) and not lex.matches(("zzz",))
-    assert lex.pool_scores(("zzz",), pool, 5) is None
+    assert lex.kernel_args(("zzz",)) is None  # no term scored: the pass is not run
     everywhere = LexicalIndex()
     for i in range(30):
         everywhere.add(f"c{i}", "common word")
