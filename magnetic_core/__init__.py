@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+# First: it stamps numba's cache of the kernels compiled later (see the module).
+from magnetic_core import _kernel_cache  # noqa: F401  # isort: skip
 from magnetic_core._sleep.plan import SleepConfig
 from magnetic_core.config import MemoryConfig
 from magnetic_core.embeddings import (

@@ -510,7 +510,7 @@ class Scorer:
         from magnetic_core._search.join_kernel import bm25_join  # numba: loaded by the probe
 
         st = self._state
-        return bm25_join(  # type: ignore[no-any-return]
+        return bm25_join(  # type: ignore[call-arg,no-any-return]  # numba's typing
             *args,
             have,
             n_top,

@@ -170,7 +170,7 @@ def _collect_top(seen: np.ndarray, acc: np.ndarray, n_top: int) -> tuple[np.ndar
             # the 50 us pass of an 8-word query at 100K cells.
             keys[held] = v
             index[held] = d
-            held += v > bar
+            held += int(v > bar)
             if held == cap:
                 cut_at, held = _cut(keys, index, held, n_top)
                 bar = np.float32(cut_at)
