@@ -70,7 +70,11 @@ def _bound_rows_reference(x, c, basis, margin, scores):
 @pytest.mark.parametrize(
     ("n", "g", "dim", "rank"),
     [
-        (1, 1, 8, 2), (40, 3, 12, 4), (5, 17, 12, 4), (30, 64, 24, 8), (200, 90, 48, 16),
+        (1, 1, 8, 2),
+        (40, 3, 12, 4),
+        (5, 17, 12, 4),
+        (30, 64, 24, 8),
+        (200, 90, 48, 16),
         (25, 1300, 24, 8),  # several blocks of the best-score search, ties across them
     ],  # fmt: skip
 )
