@@ -139,11 +139,16 @@ def validate_vectors(vectors: Any, dim: int | None, *, what: str = "vector") -> 
             f"{what}s must be numeric arrays of equal length", hint="pass lists of floats"
         ) from e
     if arr.ndim == 1:
-        if arr.shape[0] == dim and _SQUARE_LOW < (square := float(arr @ arr)) < _SQUARE_HIGH:
+        if (
+            arr.shape[0] == dim
+            and _SQUARE_LOW < (square := float(np.vdot(arr, arr))) < _SQUARE_HIGH
+        ):
             # One finite, non-zero vector of the right size (a query), whose squared norm
             # neither overflows nor underflows: the checks below pass, and it is scaled
             # by its norm directly (unit_rows' first division by the largest entry only
             # keeps extreme magnitudes in range). Three array operations, not seven.
+            # ``vdot``, not ``@``: a squared norm past float64's range is inf without the
+            # RuntimeWarning the product prints, and the general path takes the vector.
             return (arr * (1.0 / math.sqrt(square))).astype(np.float32)[None, :]
         arr = arr[None, :]
     if arr.ndim != 2:

@@ -25,6 +25,7 @@ def mem(path, hashing):
 
 
 @pytest.mark.parametrize("scale", [1e30, 1e-30, 1e300, 1e-300, 3e38])
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow warning leaks
 def test_extreme_vectors_are_stored_as_unit_vectors(mem, path, hashing, scale):
     dim = hashing.dim
     vec = np.full(dim, scale)
@@ -41,6 +42,7 @@ def test_extreme_vectors_are_stored_as_unit_vectors(mem, path, hashing, scale):
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no overflow warning leaks
 def test_a_huge_query_vector_gives_finite_scores(mem, hashing):
     mem.add(["one", "two"], ids=["a", "b"])
     hits = mem.search(vector=np.full(hashing.dim, 1e300), k=2)
