@@ -137,56 +137,37 @@ def _bitmap(have: np.ndarray, docs: np.ndarray) -> np.ndarray:
 @njit(cache=True, nogil=True)
 def join_docs(
     docs: np.ndarray,
-    table: np.ndarray,
-    doc_col: np.ndarray,
-    row_block: np.ndarray,
-    block_slot: np.ndarray,
-    slot_block: np.ndarray,
-    stale: np.ndarray,
-    alive: np.ndarray,
+    rows_of: tuple[np.ndarray, ...],
     probed: np.ndarray,
     have: np.ndarray,
     addresses: np.ndarray,
     row_in_block: np.ndarray,
     q: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`join_rows` of ``docs``, their rows found first (``kernels.doc_rows``, whose
-    arguments ``table`` to ``alive`` are)."""
-    rows = doc_rows(docs, table, doc_col, row_block, block_slot, slot_block, stale, alive)
+    """:func:`join_rows` of ``docs``, their rows found first: ``rows_of`` is the tuple of
+    arrays ``kernels.doc_rows`` reads after the numbers (``ScorerState.doc_row_args``)."""
+    rows = doc_rows(docs, *rows_of)
+    row_block, block_slot = rows_of[2], rows_of[3]
     return join_rows(docs, rows, row_block, block_slot, probed, have, addresses, row_in_block, q)
 
 
 @njit(cache=True, nogil=True)
 def bm25_join(
-    doc_at: np.ndarray,
-    tf_at: np.ndarray,
-    len_at: np.ndarray,
-    counts: np.ndarray,
-    weights: np.ndarray,
-    avgdl: float,
-    k1: float,
-    b: float,
-    n_slots: int,
-    acc: np.ndarray,
+    postings: tuple,  # type: ignore[type-arg]  # numba: a heterogeneous tuple
     have: np.ndarray,
     n_top: int,
-    table: np.ndarray,
-    doc_col: np.ndarray,
-    row_block: np.ndarray,
-    block_slot: np.ndarray,
-    slot_block: np.ndarray,
-    stale: np.ndarray,
-    alive: np.ndarray,
+    rows_of: tuple[np.ndarray, ...],
     addresses: np.ndarray,
     row_in_block: np.ndarray,
     q: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The lexical stage of a text query against a pool named by number, in one call:
-    ``bm25.bm25_pool`` of the query's postings (``doc_at`` to ``acc``) with the pool's
-    numbers ``have``, then :func:`join_docs` of its ``n_top`` best from any slot.
+    ``bm25.bm25_pool`` of the query's postings (``postings``: its arguments up to the
+    scratch row, ``BM25Queries.kernel_args``) with the pool's numbers ``have``, then
+    :func:`join_docs` of its ``n_top`` best from any slot.
 
     As two calls with the Python between them (the pool's scores handed back, the rows'
-    arguments gathered again), the stage cost about 20 us more of a text query at 100K
+    arguments gathered again), the stage cost about 5 us more of a text query at 100K
     cells.
 
     Returns:
@@ -194,22 +175,7 @@ def bm25_join(
         documents and their BM25, best first; the BM25 of each pooled number; and
         :func:`join_docs` of ``top``.
     """
-    top, top_vals, at_pool = bm25_pool(
-        doc_at, tf_at, len_at, counts, weights, avgdl, k1, b, n_slots, acc, have, n_top
-    )
-    joined, scores, loose = join_docs(
-        top,
-        table,
-        doc_col,
-        row_block,
-        block_slot,
-        slot_block,
-        stale,
-        alive,
-        np.zeros(0, np.bool_),
-        have,
-        addresses,
-        row_in_block,
-        q,
-    )
+    top, top_vals, at_pool = bm25_pool(*postings, have, n_top)  # type: ignore[call-arg]
+    everywhere = np.zeros(0, np.bool_)
+    joined, scores, loose = join_docs(top, rows_of, everywhere, have, addresses, row_in_block, q)
     return top, top_vals, at_pool, joined, scores, loose

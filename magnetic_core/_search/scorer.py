@@ -476,22 +476,8 @@ class Scorer:
         from magnetic_core._search.join_kernel import join_docs  # numba: loaded by the probe
 
         st = self._state
-        table, doc_col, row_block, block_slot, slot_block, stale, alive = st.doc_row_args(lexical)
-        return join_docs(
-            docs,
-            table,
-            doc_col,
-            row_block,
-            block_slot,
-            slot_block,
-            stale,
-            alive,
-            probed,
-            have,
-            st.blocks.cols["address"],
-            st.rows.cols["row"],
-            q,
-        )
+        rows_of = st.doc_row_args(lexical)
+        return join_docs(docs, rows_of, probed, have, *self._row_reads(), q)
 
     def lexical_join(
         self,
@@ -509,16 +495,15 @@ class Scorer:
             return None
         from magnetic_core._search.join_kernel import bm25_join  # numba: loaded by the probe
 
+        rows_of = self._state.doc_row_args(lexical)
+        found = bm25_join(args, have, n_top, rows_of, *self._row_reads(), q)
+        return found  # type: ignore[no-any-return]
+
+    def _row_reads(self) -> tuple[np.ndarray, np.ndarray]:
+        """What a kernel reads a row's float vector by: each block's address and each arena
+        row's row in its block."""
         st = self._state
-        return bm25_join(  # type: ignore[call-arg,no-any-return]  # numba's typing
-            *args,
-            have,
-            n_top,
-            *st.doc_row_args(lexical),
-            st.blocks.cols["address"],
-            st.rows.cols["row"],
-            q,
-        )
+        return st.blocks.cols["address"], st.rows.cols["row"]
 
     def row_cosines(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
         """Exact cosines of the given rows' cells, read from their blocks by address."""

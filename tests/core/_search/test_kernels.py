@@ -781,7 +781,7 @@ def test_join_docs_finds_the_rows_and_joins_as_the_two_kernels_do(
     have = rng.choice(n_numbers, 8).astype(np.int64)
     q = rng.integers(-2, 3, d).astype(np.float32)
     table_args = (table, doc_col, row_block, block_slot, slot_block, stale, alive)
-    got = join_kernel.join_docs(docs, *table_args, probed, have, addresses, row_in_block, q)
+    got = join_kernel.join_docs(docs, table_args, probed, have, addresses, row_in_block, q)
     rows = kernels.doc_rows(docs, *table_args)
     want = join_kernel.join_rows(
         docs, rows, row_block, block_slot, probed, have, addresses, row_in_block, q
@@ -834,11 +834,11 @@ def test_bm25_join_is_the_pool_pass_then_the_join_of_its_best_from_any_slot(
     )
     have = rng.integers(-1, n_numbers, 12)
     q = rng.integers(-2, 3, d).astype(np.float32)
-    got = join_kernel.bm25_join(*bm25_args, have, n_top, *table_args, addresses, row_in_block, q)
+    got = join_kernel.bm25_join(bm25_args, have, n_top, table_args, addresses, row_in_block, q)
     assert not acc.any()
     top, top_vals, at_pool = bm25_pool(*bm25_args, have, n_top)
     want = (top, top_vals, at_pool) + join_kernel.join_docs(
-        top, *table_args, np.ones(n_slots, bool), have, addresses, row_in_block, q
+        top, table_args, np.ones(n_slots, bool), have, addresses, row_in_block, q
     )
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
