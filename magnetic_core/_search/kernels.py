@@ -74,11 +74,20 @@ RERANK_STEP = 32
 @njit(cache=True, nogil=True, fastmath=_FAST)
 def code_scores(codes: np.ndarray, scales: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Approximate dot products of int8 code rows with ``q``: ``scale_i * (codes_i . q)``."""
+    _same_width(codes, q)
     n = codes.shape[0]
     out = np.empty(n, np.float32)
     for i in range(n):
         out[i] = _row_dot(codes, i, q) * scales[i]
     return out
+
+
+@njit(cache=True, nogil=True)
+def _same_width(codes: np.ndarray, q: np.ndarray) -> None:
+    """Refuse code rows of another width than ``q``: :func:`_row_dot` reads as many entries
+    of a row as ``q`` has, unchecked."""
+    if codes.shape[1] != q.shape[0]:
+        raise ValueError("int8 code rows and the query differ in width")
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
@@ -103,6 +112,7 @@ def list_scores(
     """``(q . mean, cosine(q, mean))`` of the given sub-lists, from their means' int8 codes
     (``mean ~ codes * scale``): a quarter of the bytes of the float means, which a probe
     reads for every sub-list of twice its budget's worth of groups."""
+    _same_width(codes, q)
     m = lists.shape[0]
     d = q.shape[0]
     base = np.empty(m, np.float32)
@@ -513,6 +523,8 @@ def tree_groups(
     ``rows``, ``row_scale``: their centroid codes in that order. When the clusters to read
     would hold half the centroids or more, every centroid is scored (ties then go to the
     slot listed first)."""
+    _same_width(tree_code, q)
+    _same_width(rows, q)
     n = members.shape[0]
     if n_probe >= n:
         return np.arange(n)
