@@ -137,7 +137,9 @@ class Scorer:
         """
         if not 0 < self.rank < index.dim or len(index) < MIN_CELLS:
             return False
-        if self.current(index) and not self._state.stale.any():
+        # (count_nonzero: one C call; ndarray.any goes through numpy's Python wrapper,
+        # twice the time on every query)
+        if self.current(index) and not np.count_nonzero(self._state.stale):
             return self.usable
         with self._lock:
             n = len(index)
@@ -530,7 +532,7 @@ class Scorer:
         """The slots whose codes are current, and the best ``k`` of the stale ones' cells,
         scored exactly: ``(coded slots, their ids, their cosines)``."""
         stale = self._state.stale[slots]
-        if not stale.any():
+        if not np.count_nonzero(stale):
             return slots, [], np.empty(0, np.float32)
         extra_ids, extra = _exact_groups(index, slots[stale], q, k)
         return slots[~stale], extra_ids, extra
