@@ -44,11 +44,18 @@ KERNEL_MODULES = (
 
 @functools.lru_cache(maxsize=4)
 def kernel_digest(root: Path = _ROOT) -> bytes:
-    """The SHA-256 of the kernel modules under ``root`` (names and contents, in order)."""
+    """The SHA-256 of the kernel modules under ``root`` (names and contents, in order).
+
+    A module whose source cannot be read (a frozen application ships compiled modules
+    only) counts as empty: the stamp is then numba's own for that part, and no import
+    fails over a cache stamp."""
     digest = hashlib.sha256()
     for name in KERNEL_MODULES:
         digest.update(name.encode())
-        digest.update((root / name).read_bytes())
+        try:
+            digest.update((root / name).read_bytes())
+        except OSError:
+            digest.update(b"\0unreadable")
     return digest.digest()
 
 

@@ -49,6 +49,19 @@ def test_the_package_kernels_are_cached_under_the_package_stamp():
         assert locator.get_source_stamp()[1] == _kernel_cache.kernel_digest()
 
 
+def test_the_digest_follows_the_sources_and_survives_a_missing_one(tmp_path: Path):
+    for name in _kernel_cache.KERNEL_MODULES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PACKAGE / name, tmp_path / name)
+    assert _kernel_cache.kernel_digest(tmp_path) == _kernel_cache.kernel_digest()
+    (tmp_path / "_text" / "bm25.py").write_text("# changed\n")
+    changed = _kernel_cache.kernel_digest.__wrapped__(tmp_path)
+    assert changed != _kernel_cache.kernel_digest()
+    (tmp_path / "_text" / "bm25.py").unlink()  # shipped compiled only: no source to read
+    missing = _kernel_cache.kernel_digest.__wrapped__(tmp_path)
+    assert missing not in (changed, _kernel_cache.kernel_digest())
+
+
 def test_a_change_to_another_kernel_module_recompiles_a_cached_kernel(tmp_path: Path):
     """``merge_unique`` lives in join_kernel.py; changing pointers.py (which it does not
     even call) must drop its cached code, and changing a module without kernels must not."""
