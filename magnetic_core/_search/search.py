@@ -289,9 +289,9 @@ def _join_docs(
     bm25: np.ndarray | None = None,
 ) -> None:
     """Add the cells of ``docs`` (distinct numbers) in ``probed`` slots (empty: in any)
-    that a pool named by document number lacks, with their exact cosines: found and scored from the
-    scorer's rows in one compiled pass (an entity can boost thousands of cells), by id
-    only for the cells of groups changed since coded. ``bm25``: the BM25 of ``docs``."""
+    that a pool named by document number lacks, with their exact cosines: found and scored
+    from the scorer's rows in one compiled pass (an entity can boost thousands of cells),
+    by id only for the cells of groups changed since coded. ``bm25``: the BM25 of ``docs``."""
     joined, scores, loose = scorer.join_docs(docs, lexical, probed, pool.docs(lexical), q)
     _add_joined(index, lexical, pool, docs, probed, q, bm25, joined, scores, loose)
 
