@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from magnetic_core._search.stages import Stages
     from magnetic_core._store.catalog import Catalog
 
-__all__ = ["Fused", "fuse", "rank", "settle", "settled_rank"]
+__all__ = ["Fused", "boost_terms", "fuse", "rank", "settle", "settled_rank"]
 
 # The best cells whose neighbours are lifted (a bound on the work per query).
 CONTEXT_TOP = 64
@@ -300,15 +300,23 @@ def _kernel_terms(
     """What the compiled rankings read of a pool :func:`_compiled` accepts: ``(docs,
     boosted docs, boost, bm25, lexical scale)`` (zeros for a term that is off)."""
     lexical = catalog.lexical
-    boosted, boost = _NO_DOCS, np.float32(0.0)
-    if stages.boosting and plan.entity_boost != 0.0:
-        boosted, boost = stages.boosted_docs(lexical), np.float32(plan.entity_boost)
+    boosted, boost = boost_terms(stages, catalog, plan)
     bm25, scale = pool.bm25, np.float32(0.0)
     if stages.lexical_terms and stages.lexical_best is not None:
         scale = np.float32(plan.lexical_weight / stages.lexical_best)
     if bm25 is None:
         bm25 = np.zeros(len(pool), np.float32)
     return pool.docs(lexical), boosted, boost, bm25, scale
+
+
+def boost_terms(
+    stages: Stages, catalog: Catalog, plan: SearchPlan
+) -> tuple[np.ndarray, np.float32]:
+    """What the compiled rankings read of the entity boost: ``(boosted cells' document
+    numbers ascending, boost)``; no numbers and 0 when the boost is off."""
+    if stages.boosting and plan.entity_boost != 0.0:
+        return stages.boosted_docs(catalog.lexical), np.float32(plan.entity_boost)
+    return _NO_DOCS, np.float32(0.0)
 
 
 def _compiled_rank(

@@ -88,6 +88,10 @@ RECODE_ROWS = 256
 # budget buys recall back more cheaply than the last rows of the rerank (PROBE_CAP).
 RERANK_SDS = 4.0
 
+# A ranked pool as the compiled rankings give it: ``(rows or document numbers, cosines,
+# boost terms, lexical terms, pending rows read)``, best first.
+Ranking = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+
 
 class Scorer:
     """Sub-lists, codes and centroid codes of one index, kept in step with its groups.
@@ -499,6 +503,36 @@ class Scorer:
 
         rows_of = self._state.doc_row_args(lexical)
         found = bm25_join(args, have, n_top, rows_of, *self._row_reads(), q)
+        return found  # type: ignore[no-any-return]
+
+    def lexical_settle(
+        self,
+        lexical: LexicalIndex,
+        terms: tuple[str, ...],
+        have: np.ndarray,
+        n_top: int,
+        q: np.ndarray,
+        pool_scores: np.ndarray,
+        pending: np.ndarray,
+        boosted: np.ndarray,
+        boost: np.float32,
+        lexical_weight: float,
+        k: int,
+    ) -> tuple[tuple[np.ndarray, ...], Ranking] | None:
+        """:meth:`lexical_join` of a pending pool, then the pool settled and ranked
+        (:meth:`settled_top`) in the same call: ``(join, ranking)`` (see
+        :func:`~magnetic_core._search.fusion_kernel.lexical_settled_top`); None when no
+        term is scored."""
+        args = lexical.kernel_args(terms)
+        if args is None:
+            return None
+        from magnetic_core._search.fusion_kernel import lexical_settled_top  # numba: loaded
+
+        found = lexical_settled_top(
+            args, have, n_top, self._state.doc_row_args(lexical), *self._row_reads(), q,
+            pool_scores, pending, boosted, boost, lexical_weight, k, _kernels().RERANK_STEP,
+            RERANK_SDS,
+        )  # fmt: skip
         return found  # type: ignore[no-any-return]
 
     def _row_reads(self) -> tuple[np.ndarray, np.ndarray]:

@@ -37,7 +37,7 @@ import numpy as np
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.candidates import Candidate, by_cosine, candidates
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
-from magnetic_core._search.fusion import rank, settle, settled_rank
+from magnetic_core._search.fusion import boost_terms, rank, settle, settled_rank
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
 from magnetic_core._search.stages import Stages
 from magnetic_core._store.catalog import Catalog
@@ -144,9 +144,11 @@ def run_search(
         pool = found
     else:
         pool = _exact(index, scorer, plan, stages, keep)
+    picked = None
     if stages.lexical_terms:
-        _join_lexical(index, catalog, plan, stages, pool, scorer)
-    picked = None if scorer is None else settled_rank(pool, stages, catalog, plan, scorer)
+        picked = _join_lexical(index, catalog, plan, stages, pool, scorer)
+    if picked is None and scorer is not None:
+        picked = settled_rank(pool, stages, catalog, plan, scorer)
     if picked is None:
         if scorer is not None:
             settle(pool, stages, catalog, plan, scorer)
@@ -165,30 +167,56 @@ def _join_lexical(
     stages: Stages,
     pool: Pool,
     scorer: Scorer | None,
-) -> None:
+) -> list[tuple[str, float, float, float, float]] | None:
     """The best BM25 cells join the pool. A pool named by document number (a coded probe)
     that gains no thread neighbours gets its cells' BM25 in the same pass, so fusion reads
-    it in place; others look it up in every match's score (``Stages.lexical``)."""
+    it in place; others look it up in every match's score (``Stages.lexical``).
+
+    A pool whose coded cells are still pending is also settled and ranked in that pass
+    (``Scorer.lexical_settle``): then the ranked hits come back, as
+    :func:`~magnetic_core._search.fusion.settled_rank` gives them, and the pool is left as
+    it was; otherwise None, once the cells have joined."""
     lexical = catalog.lexical
     n_top = max(plan.lexical_candidates, plan.k)
     if pool.has_docs_only() and scorer is not None and not _threaded(catalog, plan):
         # (a pool named by number only comes from a coded probe: the scorer is there)
         q = plan.vector
-        found = scorer.lexical_join(lexical, stages.lexical_terms, pool.docs(lexical), n_top, q)
+        have = pool.docs(lexical)
+        ranking = None
+        if pool.pending is not None:
+            # (a pending pool has no filter or exclusion: fusion ranks it compiled)
+            boosted, boost = boost_terms(stages, catalog, plan)
+            settled = scorer.lexical_settle(
+                lexical, stages.lexical_terms, have, n_top, q, pool.scores, pool.pending,
+                boosted, boost, plan.lexical_weight, plan.k,
+            )  # fmt: skip
+            found, ranking = (None, None) if settled is None else settled
+        else:
+            found = scorer.lexical_join(lexical, stages.lexical_terms, have, n_top, q)
         if found is not None:
             top, top_vals, at_pool, joined, scores, loose = found
             stages.lexical_best = float(top_vals[0])
+            stages.lexical_top = top
+            if ranking is not None and ranking[4] >= 0:
+                docs, cosines, boosts, lex, _ = ranking
+                return [
+                    (cid, c, b, x, 0.0)
+                    for cid, c, b, x in zip(
+                        lexical.cids_of(docs), cosines.tolist(), boosts.tolist(), lex.tolist(),
+                        strict=True,
+                    )
+                ]  # fmt: skip
             pool.bm25 = at_pool
             _add_joined(index, lexical, pool, top, _EVERYWHERE, q, top_vals, joined, scores, loose)
-            stages.lexical_top = top
-            return
+            return None
     scored = stages.lexical
     if scored is None:
-        return
+        return None
     top, _ = lexical.top_docs(*scored, n_top)
     top_ids = lexical.cids_of(top)
     pool.extend_docs(index, top, plan.vector, top_ids, scorer)
     stages.lexical_top = top
+    return None
 
 
 # The slots a pool's joins may come from when they may come from any (``join_rows``).

@@ -116,3 +116,86 @@ def test_settled_top_settles_and_ranks_as_the_two_steps_do(seed, m, extra, k, bo
     assert got[4] == want[4]
     if sds == float("inf"):
         assert got[4] == m  # with no bound every pending row is read
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31),
+    st.integers(0, 30),
+    st.integers(1, 20),
+    st.sampled_from([0.0, 0.2]),
+    st.sampled_from([1.0, float("inf")]),
+)
+def test_lexical_settled_top_is_the_join_then_the_settled_ranking(seed, m, k, boost, sds):
+    """The lexical stage, the join of its best matches and the settled ranking in one pass
+    give what ``bm25_join`` then ``settled_top`` of the joined pool give; with a best
+    match that has no current row (found by id), the join alone, and no ranking."""
+    from magnetic_core._search.fusion_kernel import lexical_settled_top
+    from magnetic_core._search.join_kernel import bm25_join
+
+    rng = np.random.default_rng(seed)
+    dim, n_numbers, n_slots = 6, 40, 6
+    sizes = rng.integers(10, 20, 5)  # a row for every number
+    blocks = [rng.integers(-3, 4, (int(s), dim)).astype(np.float32) for s in sizes]
+    addresses = np.array([b.ctypes.data for b in blocks], np.int64)
+    row_block = np.concatenate([np.full(b.shape[0], i, np.int64) for i, b in enumerate(blocks)])
+    row_in_block = np.concatenate([np.arange(b.shape[0], dtype=np.int64) for b in blocks])
+    n_rows = row_block.shape[0]
+    # odd seeds: some numbers without a current row (unrecorded, or in stale slots)
+    recorded = rng.random(n_numbers) < (0.9 if seed % 2 else 1.0)
+    table = np.where(recorded, rng.permutation(n_rows)[:n_numbers], -1)
+    doc_col = np.full(n_rows, -1, np.int64)
+    doc_col[table[table >= 0]] = np.flatnonzero(table >= 0)
+    block_slot = rng.permutation(n_slots)[: len(blocks)]  # each block its slot's
+    slot_block = np.zeros(n_slots, np.int64)
+    slot_block[block_slot] = np.arange(len(blocks))
+    stale = rng.random(n_slots) < (0.3 if seed % 2 else 0.0)
+    alive = np.ones(n_numbers, bool)
+    rows_of = (table, doc_col, row_block, block_slot, slot_block, stale, alive)
+    kept = []
+    for _ in range(int(rng.integers(1, 4))):
+        docs = np.unique(rng.integers(0, n_numbers, int(rng.integers(1, 40)))).astype(np.int64)
+        tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
+        kept.append((docs, tfs, rng.integers(1, 9, docs.shape[0]).astype(np.float32)))
+    acc = np.zeros(n_numbers, np.float32)
+    postings = (
+        np.array([x.ctypes.data for x, _, _ in kept], np.int64),
+        np.array([f.ctypes.data for _, f, _ in kept], np.int64),
+        np.array([n.ctypes.data for _, _, n in kept], np.int64),
+        np.array([x.shape[0] for x, _, _ in kept], np.int64),
+        rng.uniform(0.5, 3.0, len(kept)).astype(np.float32),
+        4.0,
+        1.2,
+        0.75,
+        n_numbers,
+        acc,
+    )
+    have = rng.permutation(n_numbers)[: m + 6].astype(np.int64)
+    pending = rng.integers(0, n_rows, m).astype(np.int64)
+    scores = rng.integers(-4, 5, m + 6).astype(np.float32) / 4
+    boosted = np.sort(rng.choice(n_numbers, 30, replace=False)).astype(np.int64)
+    q = rng.integers(-2, 3, dim).astype(np.float32)
+    n_top, weight = 12, 0.4
+    join, ranking = lexical_settled_top(
+        postings, have, n_top, rows_of, addresses, row_in_block, q, scores, pending, boosted,
+        np.float32(boost), weight, k, 4, sds,
+    )  # fmt: skip
+    assert not acc.any()
+    want_join = bm25_join(postings, have, n_top, rows_of, addresses, row_in_block, q)
+    for g, w in zip(join, want_join, strict=True):
+        np.testing.assert_array_equal(g, w)
+    top, top_vals, at_pool, joined, cosines, loose = want_join
+    if loose.shape[0]:
+        assert ranking[4] == -1 and all(r.shape[0] == 0 for r in ranking[:4])
+        return
+    docs = np.concatenate([have, top[joined]])
+    pooled = np.concatenate([scores, cosines])
+    bm25 = np.concatenate([at_pool, top_vals[joined]])
+    scale = np.float32(weight / float(top_vals[0]))
+    rows, cos, boosts, lex, read = settled_top(
+        pooled, docs, boosted, np.float32(boost), bm25, scale, pending, addresses, row_block,
+        row_in_block, q, k, 4, sds,
+    )  # fmt: skip
+    for g, w in zip(ranking, (docs[rows], cos, boosts, lex), strict=False):
+        np.testing.assert_array_equal(g, w)
+    assert ranking[4] == read

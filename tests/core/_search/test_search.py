@@ -179,9 +179,22 @@ def _worded_store(queries: int, seed: int) -> tuple[np.ndarray, HierIndex, Catal
     return vecs, index, catalog
 
 
+def _joined_only(monkeypatch) -> None:
+    """Text queries' pending pools joined by ``Scorer.lexical_join``, then settled and ranked
+    apart (the steps that ``Scorer.lexical_settle`` takes in one pass)."""
+    from magnetic_core._search.scorer import Scorer
+
+    def joined_only(self, lexical, terms, have, n_top, q, *rest):
+        found = self.lexical_join(lexical, terms, have, n_top, q)
+        return None if found is None else (found, None)
+
+    monkeypatch.setattr(Scorer, "lexical_settle", joined_only)
+
+
 def test_a_coded_probe_ranks_words_and_entities_as_the_numpy_fusion_does(monkeypatch) -> None:
     """The compiled fusion of a coded probe's pool (its BM25 from the same pass as the
-    query's best matches) gives the hits, terms and order of the numpy fusion."""
+    query's best matches, joined, settled and ranked in that pass) gives the hits, terms
+    and order of the steps apart and of the numpy fusion."""
     from magnetic_core._search import fusion
     from magnetic_core._search.scorer import Scorer
 
@@ -200,15 +213,28 @@ def test_a_coded_probe_ranks_words_and_entities_as_the_numpy_fusion_does(monkeyp
         lexical_weight=0.3,
     )
     scorer = Scorer(16, 32)
+    one_pass = []
+    lexical_settle = Scorer.lexical_settle
+
+    def watched(self, *args):
+        got = lexical_settle(self, *args)
+        one_pass.append(got is not None and got[1][4] >= 0)
+        return got
+
+    monkeypatch.setattr(Scorer, "lexical_settle", watched)
     compiled = run_search(index, catalog, plan, scorer)
     assert scorer.current(index) and scorer.usable  # the coded path ran
+    assert one_pass == [True]  # joined, settled and ranked in one pass
+    _joined_only(monkeypatch)
+    apart = run_search(index, catalog, plan, scorer)
     monkeypatch.setattr(fusion, "_compiled", lambda *args: False)
     plain = run_search(index, catalog, plan, scorer)
-    assert [c.id for c in compiled] == [c.id for c in plain]
     assert any(c.boost > 0 for c in compiled) and any(c.lexical > 0 for c in compiled)
-    for a, b in zip(compiled, plain, strict=True):
-        assert (a.score, a.boost, a.lexical, a.rank_score) == (b.score, b.boost, b.lexical,
-                                                               b.rank_score)  # fmt: skip
+    for other in (apart, plain):
+        assert [c.id for c in compiled] == [c.id for c in other]
+        for a, b in zip(compiled, other, strict=True):
+            assert (a.score, a.boost, a.lexical, a.rank_score) == (b.score, b.boost, b.lexical,
+                                                                   b.rank_score)  # fmt: skip
 
 
 def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_best_k(
@@ -223,14 +249,21 @@ def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_b
 
     vecs, index, catalog = _worded_store(queries=30, seed=7)
     read: list[int] = []
-    settled_top = Scorer.settled_top
+    settled_top, lexical_settle = Scorer.settled_top, Scorer.lexical_settle
 
     def counted(self, *args):
         got = settled_top(self, *args)
         read.append(got[-1])
         return got
 
+    def counted_with_words(self, *args):
+        got = lexical_settle(self, *args)
+        if got is not None and got[1][4] >= 0:
+            read.append(got[1][4])
+        return got
+
     monkeypatch.setattr(Scorer, "settled_top", counted)
+    monkeypatch.setattr(Scorer, "lexical_settle", counted_with_words)
     scorer = Scorer(48, 32)  # codes close enough to stop early on this data
     runs: list[list[list[tuple[str, float, float]]]] = []
     for sds in (scorer_module.RERANK_SDS, float("inf")):
@@ -257,3 +290,61 @@ def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_b
     assert len(read) == 60 and sum(read[:30]) < 0.75 * 64 * 30  # many were out of reach
     assert read[30:] == [64] * 30  # with no bound, every coded cell is read
     assert runs[0] == runs[1]  # and the hits are the same
+
+
+def test_a_text_query_whose_best_words_lie_in_changed_groups_ranks_as_the_steps_apart(
+    monkeypatch,
+) -> None:
+    """Best BM25 matches in groups changed since they were coded have no row to be read
+    from: the lexical stage's one pass then hands the pool back, and the hits are those of
+    joining (those matches by id), settling and ranking apart."""
+    from magnetic_core._search.scorer import Scorer
+    from magnetic_core._store.record import CellRecord
+
+    vecs, index, catalog = _worded_store(queries=20, seed=8)
+    plans = [
+        SearchPlan(
+            vector=vecs[j],
+            k=10,
+            n_probe=4,
+            entities=(),
+            entity_boost=0.0,
+            predicate=None,
+            sketch_rank=16,
+            rerank=64,
+            min_cells=1200,
+            lexical_terms=catalog.lexical.query_terms("quagga savanna"),
+            lexical_weight=0.5,
+        )
+        for j in range(20)
+    ]
+    scorers = [Scorer(16, 32), Scorer(16, 32)]
+    for scorer in scorers:
+        run_search(index, catalog, plans[0], scorer)  # coded before the writes
+    # Cells with the query's words join most groups: more than a search codes again.
+    more, _ = clustered_data(1500, 64, 40, spread=0.8, decay=1.5, seed=8)
+    new_ids = [f"n{i}" for i in range(1500)]
+    index.assign(new_ids, more[:1500], 0.6)
+    for cid in new_ids:
+        catalog.put(cid, CellRecord("quagga savanna quagga", {}, (), 0.0, 0.0))
+    handed_back = []
+    lexical_settle = Scorer.lexical_settle
+
+    def watched(self, *args):
+        got = lexical_settle(self, *args)
+        handed_back.append(got is not None and got[1][4] < 0)
+        return got
+
+    monkeypatch.setattr(Scorer, "lexical_settle", watched)
+    runs = []
+    for scorer in scorers:
+        runs.append(
+            [
+                [(c.id, c.score, c.rank_score) for c in run_search(index, catalog, plan, scorer)]
+                for plan in plans
+            ]
+        )
+        _joined_only(monkeypatch)  # the second scorer takes the steps apart
+    assert len(handed_back) == 20 and any(handed_back)
+    assert any(cid.startswith("n") for hits in runs[0] for cid, _, _ in hits)
+    assert runs[0] == runs[1]
