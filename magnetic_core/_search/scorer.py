@@ -28,7 +28,7 @@ import itertools
 import threading
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -488,17 +488,14 @@ class Scorer:
     def lexical_join(
         self,
         lexical: LexicalIndex,
-        terms: tuple[str, ...],
+        args: tuple[Any, ...],
         have: np.ndarray,
         n_top: int,
         q: np.ndarray,
-    ) -> tuple[np.ndarray, ...] | None:
-        """BM25 of ``terms`` for a pool holding ``have``, and the join of its ``n_top`` best
-        from any slot, in one call (see :func:`~magnetic_core._search.join_kernel.bm25_join`);
-        None when no term is scored."""
-        args = lexical.kernel_args(terms)
-        if args is None:
-            return None
+    ) -> tuple[np.ndarray, ...]:
+        """BM25 of a query's words (``args``: ``lexical.kernel_args`` of them) for a pool
+        holding ``have``, and the join of its ``n_top`` best from any slot, in one call
+        (see :func:`~magnetic_core._search.join_kernel.bm25_join`)."""
         from magnetic_core._search.join_kernel import bm25_join  # numba: loaded by the probe
 
         rows_of = self._state.doc_row_args(lexical)
@@ -508,7 +505,7 @@ class Scorer:
     def lexical_settle(
         self,
         lexical: LexicalIndex,
-        terms: tuple[str, ...],
+        args: tuple[Any, ...],
         have: np.ndarray,
         n_top: int,
         q: np.ndarray,
@@ -518,14 +515,10 @@ class Scorer:
         boost: np.float32,
         lexical_weight: float,
         k: int,
-    ) -> tuple[tuple[np.ndarray, ...], Ranking] | None:
+    ) -> tuple[tuple[np.ndarray, ...], Ranking]:
         """:meth:`lexical_join` of a pending pool, then the pool settled and ranked
         (:meth:`settled_top`) in the same call: ``(join, ranking)`` (see
-        :func:`~magnetic_core._search.fusion_kernel.lexical_settled_top`); None when no
-        term is scored."""
-        args = lexical.kernel_args(terms)
-        if args is None:
-            return None
+        :func:`~magnetic_core._search.fusion_kernel.lexical_settled_top`)."""
         from magnetic_core._search.fusion_kernel import lexical_settled_top  # numba: loaded
 
         found = lexical_settled_top(

@@ -178,7 +178,13 @@ def _join_lexical(
     it was; otherwise None, once the cells have joined."""
     lexical = catalog.lexical
     n_top = max(plan.lexical_candidates, plan.k)
-    if pool.has_docs_only() and scorer is not None and not _threaded(catalog, plan):
+    args = stages.lexical_args
+    if (
+        args is not None
+        and pool.has_docs_only()
+        and scorer is not None
+        and not _threaded(catalog, plan)
+    ):
         # (a pool named by number only comes from a coded probe: the scorer is there)
         q = plan.vector
         have = pool.docs(lexical)
@@ -186,29 +192,27 @@ def _join_lexical(
         if pool.pending is not None:
             # (a pending pool has no filter or exclusion: fusion ranks it compiled)
             boosted, boost = boost_terms(stages, catalog, plan)
-            settled = scorer.lexical_settle(
-                lexical, stages.lexical_terms, have, n_top, q, pool.scores, pool.pending,
-                boosted, boost, plan.lexical_weight, plan.k,
+            found, ranking = scorer.lexical_settle(
+                lexical, args, have, n_top, q, pool.scores, pool.pending, boosted, boost,
+                plan.lexical_weight, plan.k,
             )  # fmt: skip
-            found, ranking = (None, None) if settled is None else settled
         else:
-            found = scorer.lexical_join(lexical, stages.lexical_terms, have, n_top, q)
-        if found is not None:
-            top, top_vals, at_pool, joined, scores, loose = found
-            stages.lexical_best = float(top_vals[0])
-            stages.lexical_top = top
-            if ranking is not None and ranking[4] >= 0:
-                docs, cosines, boosts, lex, _ = ranking
-                return [
-                    (cid, c, b, x, 0.0)
-                    for cid, c, b, x in zip(
-                        lexical.cids_of(docs), cosines.tolist(), boosts.tolist(), lex.tolist(),
-                        strict=True,
-                    )
-                ]  # fmt: skip
-            pool.bm25 = at_pool
-            _add_joined(index, lexical, pool, top, _EVERYWHERE, q, top_vals, joined, scores, loose)
-            return None
+            found = scorer.lexical_join(lexical, args, have, n_top, q)
+        top, top_vals, at_pool, joined, scores, loose = found
+        stages.lexical_best = float(top_vals[0])
+        stages.lexical_top = top
+        if ranking is not None and ranking[4] >= 0:
+            docs, cosines, boosts, lex, _ = ranking
+            return [
+                (cid, c, b, x, 0.0)
+                for cid, c, b, x in zip(
+                    lexical.cids_of(docs), cosines.tolist(), boosts.tolist(), lex.tolist(),
+                    strict=True,
+                )
+            ]  # fmt: skip
+        pool.bm25 = at_pool
+        _add_joined(index, lexical, pool, top, _EVERYWHERE, q, top_vals, joined, scores, loose)
+        return None
     scored = stages.lexical
     if scored is None:
         return None

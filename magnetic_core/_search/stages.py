@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ class Stages:
     lexical_top: np.ndarray | None = None
     # The query's best BM25, once a search has it (see ``lexical``).
     lexical_best: float | None = None
+    # The BM25 kernels' arguments for ``lexical_terms`` (``BM25Queries.kernel_args``),
+    # made once: they also say whether any cell holds a word.
+    lexical_args: tuple[Any, ...] | None = None
     _lexicon: LexicalIndex | None = field(default=None, repr=False)
     _lexical: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     _boosted: set[str] | None = field(default=None, repr=False)
@@ -77,9 +80,14 @@ class Stages:
                 routed = np.array(sorted(entity_slots), np.int64)
                 slots = merge_unique(slots, routed)
         words: tuple[str, ...] = ()
+        args = None
         if plan.lexical_weight > 0 and plan.lexical_terms:
-            words = plan.lexical_terms if catalog.lexical.matches(plan.lexical_terms) else ()
-        return cls(slots, probe, entity_slots, boosting, words, _lexicon=catalog.lexical)
+            args = catalog.lexical.kernel_args(plan.lexical_terms)
+            words = plan.lexical_terms if args is not None else ()
+        return cls(
+            slots, probe, entity_slots, boosting, words, lexical_args=args,
+            _lexicon=catalog.lexical,
+        )  # fmt: skip
 
     @property
     def lexical(self) -> tuple[np.ndarray, np.ndarray] | None:

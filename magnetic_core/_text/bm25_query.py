@@ -60,17 +60,9 @@ class BM25Queries:
 
         return bm25_scores(*args)
 
-    def matches(self, query: Iterable[str]) -> bool:
-        """Whether :meth:`scores` of ``query`` finds any document."""
-        n = len(self._docno)
-        for term in query:
-            post = self._posting_at(term)  # counts by address: no array views made
-            if post is not None and (n < 20 or post[3] <= self.max_df_share * n):
-                return True
-        return False
-
     def kernel_args(self, query: Iterable[str]) -> tuple[Any, ...] | None:
-        """The BM25 kernels' arguments for ``query`` (None when no term is scored).
+        """The BM25 kernels' arguments for ``query`` (None when no term is scored: no cell
+        holds a word of it, or only words held by more than ``max_df_share`` of them).
 
         The postings are passed by address: they must not change until the kernel has
         returned (writes and searches of a store's index are ordered by the store's lock).

@@ -184,9 +184,8 @@ def _joined_only(monkeypatch) -> None:
     apart (the steps that ``Scorer.lexical_settle`` takes in one pass)."""
     from magnetic_core._search.scorer import Scorer
 
-    def joined_only(self, lexical, terms, have, n_top, q, *rest):
-        found = self.lexical_join(lexical, terms, have, n_top, q)
-        return None if found is None else (found, None)
+    def joined_only(self, lexical, args, have, n_top, q, *rest):
+        return self.lexical_join(lexical, args, have, n_top, q), None
 
     monkeypatch.setattr(Scorer, "lexical_settle", joined_only)
 
@@ -218,7 +217,7 @@ def test_a_coded_probe_ranks_words_and_entities_as_the_numpy_fusion_does(monkeyp
 
     def watched(self, *args):
         got = lexical_settle(self, *args)
-        one_pass.append(got is not None and got[1][4] >= 0)
+        one_pass.append(got[1][4] >= 0)
         return got
 
     monkeypatch.setattr(Scorer, "lexical_settle", watched)
@@ -258,7 +257,7 @@ def test_a_text_query_scores_its_coded_cells_only_as_far_as_they_can_reach_the_b
 
     def counted_with_words(self, *args):
         got = lexical_settle(self, *args)
-        if got is not None and got[1][4] >= 0:
+        if got[1][4] >= 0:
             read.append(got[1][4])
         return got
 
@@ -332,7 +331,7 @@ def test_a_text_query_whose_best_words_lie_in_changed_groups_ranks_as_the_steps_
 
     def watched(self, *args):
         got = lexical_settle(self, *args)
-        handed_back.append(got is not None and got[1][4] < 0)
+        handed_back.append(got[1][4] < 0)
         return got
 
     monkeypatch.setattr(Scorer, "lexical_settle", watched)
