@@ -5,8 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
 
 from magnetic_core import MagneticMemory, MemoryConfig
 from magnetic_core._text.entities import extract_entities
@@ -72,21 +70,3 @@ def test_a_large_log_is_stored_whole_and_found_by_its_entities(tmp_path, hashing
         mem.add([text], ids=["log"])
         hit = mem.search(f"who placed INV-2024-{users[-1]:06d}?", k=1)[0]
         assert hit.id == "log" and f"inv-2024-{users[-1]:06d}" in hit.cell.entities
-
-
-_SIGN_ALPHABET = "aZ09 -_#@/:\\.éÉ" + "pymdPYMD"
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=_SIGN_ALPHABET, max_size=12))
-@example("fooéBar")  # a camel-case word across a non-ASCII letter
-@example("C:\\tmp")
-@example("notes.MD")
-@example("plain words Here")
-def test_the_one_scan_for_any_sign_agrees_with_every_patterns_own_sign(text: str) -> None:
-    """Extraction skips the patterns when one scan finds none of their signs: that scan
-    finds a sign exactly when some pattern's own check does."""
-    from magnetic_core._text import entities
-
-    own = any(sign(text) for _, sign in entities._SIGNS)
-    assert (entities._ANY_SIGN.search(text) is not None) == own
