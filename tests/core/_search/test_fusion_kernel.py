@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from magnetic_core._search.fusion_kernel import fused_top, settled_top
 
+from .postings import kernel_args, random_postings
+
 
 def _reference(cosine, docs, boosted, boost, bm25, scale, k):
     boosts = np.isin(docs, boosted).astype(np.float32) * np.float32(boost)
@@ -129,7 +131,7 @@ def test_settled_top_settles_and_ranks_as_the_two_steps_do(seed, m, extra, k, bo
 def test_lexical_settled_top_is_the_join_then_the_settled_ranking(seed, m, k, boost, sds):
     """The lexical stage, the join of its best matches and the settled ranking in one pass
     give what ``bm25_join`` then ``settled_top`` of the joined pool give; with a best
-    match that has no current row (found by id), the join alone, and no ranking."""
+    match that has no current row (found by id), or none, the join alone and no ranking."""
     from magnetic_core._search.fusion_kernel import lexical_settled_top
     from magnetic_core._search.join_kernel import bm25_join
 
@@ -152,24 +154,9 @@ def test_lexical_settled_top_is_the_join_then_the_settled_ranking(seed, m, k, bo
     stale = rng.random(n_slots) < (0.3 if seed % 2 else 0.0)
     alive = np.ones(n_numbers, bool)
     rows_of = (table, doc_col, row_block, block_slot, slot_block, stale, alive)
-    kept = []
-    for _ in range(int(rng.integers(1, 4))):
-        docs = np.unique(rng.integers(0, n_numbers, int(rng.integers(1, 40)))).astype(np.int64)
-        tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
-        kept.append((docs, tfs, rng.integers(1, 9, docs.shape[0]).astype(np.float32)))
+    kept = random_postings(rng, int(rng.integers(1, 4)), 40, n_numbers)
     acc = np.zeros(n_numbers, np.float32)
-    postings = (
-        np.array([x.ctypes.data for x, _, _ in kept], np.int64),
-        np.array([f.ctypes.data for _, f, _ in kept], np.int64),
-        np.array([n.ctypes.data for _, _, n in kept], np.int64),
-        np.array([x.shape[0] for x, _, _ in kept], np.int64),
-        rng.uniform(0.5, 3.0, len(kept)).astype(np.float32),
-        4.0,
-        1.2,
-        0.75,
-        n_numbers,
-        acc,
-    )
+    postings = kernel_args(kept, rng.uniform(0.5, 3.0, len(kept)), n_numbers, acc)
     have = rng.permutation(n_numbers)[: m + 6].astype(np.int64)
     pending = rng.integers(0, n_rows, m).astype(np.int64)
     scores = rng.integers(-4, 5, m + 6).astype(np.float32) / 4
@@ -185,7 +172,7 @@ def test_lexical_settled_top_is_the_join_then_the_settled_ranking(seed, m, k, bo
     for g, w in zip(join, want_join, strict=True):
         np.testing.assert_array_equal(g, w)
     top, top_vals, at_pool, joined, cosines, loose = want_join
-    if loose.shape[0]:
+    if loose.shape[0] or not top.shape[0]:  # a match found by id, or none at all
         assert ranking[4] == -1 and all(r.shape[0] == 0 for r in ranking[:4])
         return
     docs = np.concatenate([have, top[joined]])

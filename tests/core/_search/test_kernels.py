@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from magnetic_core._search import join_kernel, kernels
 from magnetic_core._search.sublists import ranges, split_lists
 
+from .postings import kernel_args, random_postings
+
 SETTINGS = settings(max_examples=60, deadline=None)
 
 
@@ -817,25 +819,9 @@ def test_bm25_join_is_the_pool_pass_then_the_join_of_its_best_from_any_slot(
     stale = rng.random(n_slots) < 0.2
     alive = rng.random(n_numbers) < 0.9
     table_args = (table, doc_col, row_block, block_slot, slot_block, stale, alive)
-    # postings: ascending numbers per term, with term frequencies and document lengths
-    kept = []
-    for _ in range(n_terms):
-        docs = _sorted_unique(rng, int(rng.integers(0, 40)), n_numbers)
-        tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
-        kept.append((docs, tfs, rng.integers(1, 9, docs.shape[0]).astype(np.float32)))
+    kept = random_postings(rng, n_terms, 40, n_numbers)
     acc = np.zeros(n_numbers, np.float32)
-    bm25_args = (
-        np.array([x.ctypes.data for x, _, _ in kept], np.int64),
-        np.array([f.ctypes.data for _, f, _ in kept], np.int64),
-        np.array([n.ctypes.data for _, _, n in kept], np.int64),
-        np.array([x.shape[0] for x, _, _ in kept], np.int64),
-        rng.uniform(0.5, 3.0, n_terms).astype(np.float32),
-        4.0,
-        1.2,
-        0.75,
-        n_numbers,
-        acc,
-    )
+    bm25_args = kernel_args(kept, rng.uniform(0.5, 3.0, n_terms), n_numbers, acc)
     have = rng.integers(-1, n_numbers, 12)
     q = rng.integers(-2, 3, d).astype(np.float32)
     got = join_kernel.bm25_join(bm25_args, have, n_top, table_args, addresses, row_in_block, q)

@@ -133,19 +133,7 @@ def test_a_coded_probe_fuses_a_cells_words_as_they_are_after_its_text_is_rewritt
         text = "zebra stripes" if cid == other else f"note {i} about nothing"
         catalog.put(cid, CellRecord(text, {}, (), 0.0, 0.0))
     q = index.vector(target)
-    plan = SearchPlan(
-        vector=q,
-        k=10,
-        n_probe=4,
-        entities=(),
-        entity_boost=0.0,
-        predicate=None,
-        sketch_rank=16,
-        rerank=64,
-        min_cells=1200,
-        lexical_terms=catalog.lexical.query_terms("zebra"),
-        lexical_weight=0.5,
-    )
+    plan = _text_plan(q, catalog, "zebra")
     scorer = Scorer(16, 32)
     before = {c.id: c for c in run_search(index, catalog, plan, scorer)}
     assert scorer.current(index) and scorer.usable  # the coded path ran
@@ -156,6 +144,24 @@ def test_a_coded_probe_fuses_a_cells_words_as_they_are_after_its_text_is_rewritt
     np.testing.assert_allclose(after[0].score, 1.0, atol=1e-5)
     # Its BM25 is the best of the query's (the other cell's two-word text scores lower).
     assert after[0].lexical == pytest.approx(0.5)
+
+
+def _text_plan(vector: np.ndarray, catalog: Catalog, words: str) -> SearchPlan:
+    """A text query over the test stores: k 10, four groups probed, 1,200 cells scored by
+    code, the best 64 exactly, ``words`` at lexical weight 0.5, no entity."""
+    return SearchPlan(
+        vector=vector,
+        k=10,
+        n_probe=4,
+        entities=(),
+        entity_boost=0.0,
+        predicate=None,
+        sketch_rank=16,
+        rerank=64,
+        min_cells=1200,
+        lexical_terms=catalog.lexical.query_terms(words),
+        lexical_weight=0.5,
+    )
 
 
 def _worded_store(queries: int, seed: int) -> tuple[np.ndarray, HierIndex, Catalog]:
@@ -301,22 +307,7 @@ def test_a_text_query_whose_best_words_lie_in_changed_groups_ranks_as_the_steps_
     from magnetic_core._store.record import CellRecord
 
     vecs, index, catalog = _worded_store(queries=20, seed=8)
-    plans = [
-        SearchPlan(
-            vector=vecs[j],
-            k=10,
-            n_probe=4,
-            entities=(),
-            entity_boost=0.0,
-            predicate=None,
-            sketch_rank=16,
-            rerank=64,
-            min_cells=1200,
-            lexical_terms=catalog.lexical.query_terms("quagga savanna"),
-            lexical_weight=0.5,
-        )
-        for j in range(20)
-    ]
+    plans = [_text_plan(vecs[j], catalog, "quagga savanna") for j in range(20)]
     scorers = [Scorer(16, 32), Scorer(16, 32)]
     for scorer in scorers:
         run_search(index, catalog, plans[0], scorer)  # coded before the writes
