@@ -97,7 +97,7 @@ class Stages:
         if not self.lexical_terms or self._lexicon is None:
             return None
         if self._lexical is None:
-            self._lexical = self._lexicon.scores(self.lexical_terms)
+            self._lexical = self._lexicon.scores_of(self.lexical_args)
             self.lexical_best = float(self._lexical[1].max())
         return self._lexical
 

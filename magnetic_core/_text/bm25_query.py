@@ -53,7 +53,12 @@ class BM25Queries:
         Returns:
             ``(docs, scores)``: document numbers (ascending) and their BM25 scores.
         """
-        args = self.kernel_args(query)
+        return self.scores_of(self.kernel_args(query))
+
+    @staticmethod
+    def scores_of(args: tuple[Any, ...] | None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`scores` of a query whose :meth:`kernel_args` are at hand (None: no term
+        scored)."""
         if args is None:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         from magnetic_core._text.bm25 import bm25_scores  # numba: imported on first use
