@@ -435,7 +435,7 @@ class Scorer:
         pending: np.ndarray,
         q: np.ndarray,
         k: int,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    ) -> Ranking:
         """A text query's pool settled and ranked in one pass, the pending rows read from
         this scorer's blocks: ``(rows, cosines, boost terms, lexical terms, rows read)``
         (see :func:`~magnetic_core._search.fusion_kernel.settled_top`)."""
