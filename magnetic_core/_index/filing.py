@@ -82,5 +82,5 @@ class Filing:
     def _put(self, group: Group, rows: np.ndarray) -> None:
         ids = self.ids
         cids = [ids[r] for r in rows.tolist()]
-        group.put(cids, self.x[rows])
+        group.put(cids, self.x, rows)
         self.index.loc.update(dict.fromkeys(cids, group))

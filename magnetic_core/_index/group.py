@@ -65,8 +65,10 @@ class Group:
             self.put(cids, vecs)
             self.total += vecs.sum(axis=0, dtype=np.float64)
 
-    def put(self, cids: Sequence[str], vecs: np.ndarray) -> None:
-        """Append many rows, leaving the sum alone (the caller has added them to it)."""
+    def put(self, cids: Sequence[str], vecs: np.ndarray, rows: np.ndarray | None = None) -> None:
+        """Append many rows, leaving the sum alone (the caller has added them to it):
+        ``vecs``, or with ``rows`` the rows ``vecs[rows]``, copied straight into the block
+        (no gathered copy in between)."""
         k = len(cids)
         if not k:
             return
@@ -75,7 +77,12 @@ class Group:
             grown = np.empty((max(self.vecs.shape[0], end) * 2, self.dim), np.float32)
             grown[: self.n] = self.vecs[: self.n]
             self.vecs = grown
-        self.vecs[self.n : end] = vecs
+        if rows is None:
+            self.vecs[self.n : end] = vecs
+        else:
+            # (mode "clip" writes into ``out`` directly; "raise" would buffer it. The rows
+            # are valid: they come from the caller's own chains.)
+            np.take(vecs, rows, axis=0, out=self.vecs[self.n : end], mode="clip")
         self.rows.update(zip(cids, range(self.n, end)))
         self.ids.extend(cids)
         self.n = end
