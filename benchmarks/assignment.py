@@ -2,7 +2,7 @@
 
 Usage: ``python -m benchmarks.assignment --rev 6c001ad --label before --rev HEAD --label after
 [--sizes real:10000,real:25000,real:100000,synthetic:250000,synthetic:1000000]
-[--recall-max 250000] [--rounds 2]``
+[--recall-max 250000] [--rounds 2] [--beside]``
 
 What ``benchmarks.latency_recall`` reports as ``assignment_cells_per_s``, measured for each
 revision side by side, in child processes that import only that revision's tree
@@ -21,6 +21,11 @@ Data: real sizes are ``latency_recall``'s seeded split of the cached Reuters Min
 (held-out passages as queries); synthetic sizes are prefixes of one draw of the structured
 mixture (:mod:`benchmarks.synthetic`) at the largest synthetic size, queries held out from
 the smallest synthetic base, as ``latency_recall`` draws them.
+
+Each pass's system time and minor page faults (``getrusage``) are reported beside its rate.
+With ``--beside`` each process then times a second pass while the first pass's index stays
+alive, as a pass into a large live store runs: on the Intel Xeon VM of sessions 33-34 the
+same page faults cost several times the system time there (see the results README).
 
 Results: ``benchmarks/results/assignment.md`` / ``.json``.
 """
@@ -71,12 +76,22 @@ try:  # compile every kernel before the clock starts (a sketch past 8 groups, if
 except TypeError:
     warm = HierIndex(base.shape[1], 8)
 warm.assign([str(i) for i in range(3000)], np.ascontiguousarray(base[:3000]), 0.5, chunk)
-index = HierIndex(base.shape[1], cap)
+import resource
 ids = [str(i) for i in range(n)]
-t0, c0 = time.perf_counter(), time.process_time()
-index.assign(ids, np.ascontiguousarray(base), stats.join_threshold, chunk)
-out.update(seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0,
-           groups=len(index.slot_groups))
+def timed_pass():
+    index = HierIndex(base.shape[1], cap)
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    index.assign(ids, np.ascontiguousarray(base), stats.join_threshold, chunk)
+    seconds, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    return index, {"seconds": seconds,
+                   "cpu_seconds": r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime,
+                   "sys_seconds": r1.ru_stime - r0.ru_stime,
+                   "minor_faults": r1.ru_minflt - r0.ru_minflt}
+index, got = timed_pass()
+out.update(got, groups=len(index.slot_groups))
+if sys.argv[3] == "1":  # a second pass while the first pass's index stays alive
+    _, beside = timed_pass()
+    out.update({"beside_" + key: value for key, value in beside.items()})
 print(json.dumps(out))
 """
 
@@ -103,14 +118,16 @@ def datasets(specs: list[tuple[str, int]], n_queries: int, scratch: Path) -> dic
 
 
 def measure(
-    trees: dict[str, Path], path: Path, recall: bool, rounds: int
+    trees: dict[str, Path], path: Path, recall: bool, rounds: int, beside: bool = False
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every revision's probe on one base, interleaved per round (recall in round 1 only)."""
+    """Every revision's probe on one base, interleaved per round (recall in round 1 only;
+    ``beside``: a second pass in each process while the first one's index stays alive)."""
     runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in trees}
     for r in range(rounds):
         for rev, tree in trees.items():
             flag = "1" if recall and r == 0 else "0"
-            out = child(tree, ["-c", PROBE, str(path), flag], timeout=7200)
+            args = ["-c", PROBE, str(path), flag, "1" if beside else "0"]
+            out = child(tree, args, timeout=7200)
             runs[rev].append(json.loads(out.strip().splitlines()[-1]))
     return runs
 
@@ -133,9 +150,17 @@ def rows_for(
             "cells_per_s": round(statistics.median(rates), 1),
             "cells_per_s_each_round": [round(r, 1) for r in rates],
             "cpu_cells_per_s": round(statistics.median(n / g["cpu_seconds"] for g in got), 1),
+            "sys_seconds": _median(got, "sys_seconds"),
+            "minor_faults": _median(got, "minor_faults"),
             "groups": got[0]["groups"],
             "join_threshold": round(got[0]["join_threshold"], 4),
         }
+        if "beside_seconds" in got[0]:
+            row["beside_cells_per_s"] = round(
+                statistics.median(n / g["beside_seconds"] for g in got), 1
+            )
+            row["beside_sys_seconds"] = _median(got, "beside_sys_seconds")
+            row["beside_minor_faults"] = _median(got, "beside_minor_faults")
         if truth is not None:
             row["recall_at_10"] = round(recall_at_k_tie_aware(got[0]["found"], truth, K), 4)
             row["store_groups"] = got[0]["store_groups"]
@@ -144,28 +169,51 @@ def rows_for(
     return rows
 
 
+def _median(runs: list[dict[str, Any]], key: str) -> float | None:
+    """The median of ``key`` over the rounds (None when a revision's probe lacks it)."""
+    values = [g[key] for g in runs if g.get(key) is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
 def describe(
     rows: list[dict[str, Any]], names: dict[str, str], rounds: int, queries: int, recall_max: int
 ) -> str:
     """The markdown table of the result rows, with the line saying how they were measured."""
+    beside = any("beside_cells_per_s" in r for r in rows)
+    extra = ["beside: cells/s", "beside: system s", "beside: minor faults"] if beside else []
     table = common.markdown_table(
-        ["data", "N", "revision", "cells/s (median)", "per round", "CPU cells/s", "groups",
-         "threshold", "store recall@10", "store groups"],
+        ["data", "N", "revision", "cells/s (median)", "per round", "CPU cells/s", "system s",
+         "minor faults", *extra, "groups", "threshold", "store recall@10", "store groups"],
         [
             [r["data"], r["n"], names[r["rev"]], round(r["cells_per_s"]),
              [round(v) for v in r["cells_per_s_each_round"]], round(r["cpu_cells_per_s"]),
+             _cell(r.get("sys_seconds")), _cell(r.get("minor_faults")),
+             *([round(r["beside_cells_per_s"]), _cell(r["beside_sys_seconds"]),
+                _cell(r["beside_minor_faults"])] if beside else []),
              r["groups"], r["join_threshold"], r.get("recall_at_10", "-"),
              r.get("store_groups", "-")]
             for r in rows
         ],
     )  # fmt: skip
+    how = (
+        "; *beside*: a second pass in the same process while the first pass's index stays "
+        "alive, as a pass into a large live store runs (system time and minor page faults "
+        "from `getrusage`)"
+        if beside
+        else ""
+    )
     return (
         "One `HierIndex.assign` pass over the whole base (store threshold and chunk size), "
         f"{rounds} interleaved rounds per revision (median); CPU cells/s divides by the "
         "pass's process time (the core is shared: wall time also counts other processes); "
         f"recall@10 of each revision's default store on {queries} held-out queries up to "
-        f"N = {recall_max}:\n\n" + table
+        f"N = {recall_max}{how}:\n\n" + table
     )
+
+
+def _cell(value: float | None) -> Any:
+    """A table cell for a figure that older probes may not give."""
+    return "-" if value is None else value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,6 +221,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = revision_parser(__doc__.split("\n")[0], "assignment")
     ap.set_defaults(sizes=SIZES)
     ap.add_argument("--recall-max", type=int, default=250_000, help="largest N with recall")
+    ap.add_argument(
+        "--beside",
+        action="store_true",
+        help="also time a second pass while the first pass's index stays alive",
+    )
     args = ap.parse_args(argv)
     specs = []
     for spec in args.sizes.split(","):
@@ -186,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
         files = datasets(specs, args.queries, scratch)
         rows = []
         for kind, n in specs:
-            runs = measure(trees, files[kind, n], n <= args.recall_max, args.rounds)
+            runs = measure(trees, files[kind, n], n <= args.recall_max, args.rounds, args.beside)
             rows += rows_for(kind, n, files[kind, n], runs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
