@@ -31,6 +31,9 @@ class Group:
     # In an index, a view of the index's row for this group (write it in place).
     total: np.ndarray = field(default_factory=lambda: np.empty(0))
     version: int = 0
+    # The most cells the group holds before it is split (its index's max_group_size + 1;
+    # 0: none): the block grows to it instead of past it (see ``_capacity``).
+    limit: int = 0
 
     def __post_init__(self) -> None:
         self.vecs = np.empty((8, self.dim), np.float32)
@@ -41,11 +44,25 @@ class Group:
         """The live (n, d) block of member vectors (a view, not a copy)."""
         return self.vecs[: self.n]
 
-    def grow(self) -> np.ndarray:
-        """Double the block's capacity; returns the new block."""
-        grown = np.empty((self.vecs.shape[0] * 2, self.dim), np.float32)
+    def grow(self, end: int = 0) -> np.ndarray:
+        """A larger block holding at least ``end`` rows (about twice the capacity); returns it."""
+        grown = np.empty((self._capacity(end), self.dim), np.float32)
         grown[: self.n] = self.vecs[: self.n]
         self.vecs = grown
+        return grown
+
+    def _capacity(self, end: int) -> int:
+        """Rows of the block that replaces a full one, to hold ``end`` rows: twice as many
+        (or ``end``), except that a block short of the split limit grows to the limit once
+        the next doubling would pass it. A group splits once it holds ``limit`` cells, so
+        rows past the limit would never be filled: with the default 256 cells a block went
+        256 -> 512 rows (a copy of 256 rows into 768 KB) just before each split and kept
+        that size after it; now it goes 128 -> 257 and stays."""
+        old = self.vecs.shape[0]
+        grown = max(2 * old, end)
+        limit = self.limit
+        if old < limit and 2 * grown > limit:
+            grown = max(end, limit)
         return grown
 
     def append(self, cid: str, vec: np.ndarray) -> None:
@@ -74,9 +91,7 @@ class Group:
             return
         end = self.n + k
         if end > self.vecs.shape[0]:
-            grown = np.empty((max(self.vecs.shape[0], end) * 2, self.dim), np.float32)
-            grown[: self.n] = self.vecs[: self.n]
-            self.vecs = grown
+            self.grow(end)
         if rows is None:
             self.vecs[self.n : end] = vecs
         else:

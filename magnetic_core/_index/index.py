@@ -167,7 +167,7 @@ class HierIndex:
 
     def _adopt_slot(self, gid: str | None = None) -> Group:
         """A group for the next slot, its sum the row already there."""
-        group = Group(gid or self.new_gid(), self.dim)
+        group = Group(gid or self.new_gid(), self.dim, limit=self.max_group_size + 1)
         group.slot = len(self.slot_groups)
         group.total = self._totals[group.slot]
         self.slot_groups.append(group)

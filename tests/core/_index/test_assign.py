@@ -139,3 +139,17 @@ def test_exact_decisions_match_exact_sums_in_ties_and_at_the_threshold():
     run.norms_l[0] = float(np.linalg.norm(tied.astype(np.float64)))
     run.threshold = 0.0
     assert run._exact_best(0, everything, -1.0) == 1
+
+
+def test_split_groups_keep_blocks_within_their_limit_and_every_row_is_the_one_filed():
+    rng = np.random.default_rng(7)
+    x = _unit(rng, 3000, 16)
+    ids = [f"c{i}" for i in range(3000)]
+    index = HierIndex(16, max_group_size=24)
+    index.assign(ids, x, 0.1, chunk=256)
+    assert len(index.slot_groups) > 50  # the low threshold filled groups past 24: they split
+    for group in index.slot_groups:
+        # A block never grows past the 25 cells at which its group splits (it went to 48).
+        assert group.n <= 24 and group.vecs.shape[0] <= 25
+    for i, cid in enumerate(ids):  # rows copied from the pending filing into the blocks
+        np.testing.assert_array_equal(index.vector(cid), x[i])

@@ -32,10 +32,11 @@ def _check(group: Group, reference: dict[str, np.ndarray]) -> None:
 @given(
     seed=st.integers(0, 2**16),
     ops=st.lists(st.sampled_from(["append", "extend", "pop"]), min_size=1, max_size=120),
+    limit=st.sampled_from([0, 5, 17, 40]),
 )
-def test_appends_extends_and_pops_keep_rows_ids_and_sum_in_step(seed, ops):
+def test_appends_extends_and_pops_keep_rows_ids_and_sum_in_step(seed, ops, limit):
     rng = np.random.default_rng(seed)
-    group, reference, made = Group("g", D), {}, 0
+    group, reference, made = Group("g", D, limit=limit), {}, 0
     for op in ops:
         version = group.version
         if op == "append":
@@ -56,6 +57,28 @@ def test_appends_extends_and_pops_keep_rows_ids_and_sum_in_step(seed, ops):
         _check(group, reference)
         assert group.version >= version  # any change moves the version
     assert group.view.shape == (len(reference), D) and group.vecs.shape[0] >= group.n
+
+
+def test_a_block_grows_to_the_split_limit_not_past_it_then_doubles_beyond():
+    group = Group("g", D, limit=257)
+    rng = np.random.default_rng(0)
+    capacities = []
+    for i in range(600):
+        group.append(f"c{i}", _unit(rng, 1)[0])
+        if not capacities or capacities[-1] != group.vecs.shape[0]:
+            capacities.append(group.vecs.shape[0])
+    # 8 .. 128, then the limit (a group splits there: 512 rows were never filled), then
+    # doubling for a group kept past its limit (a store whose limit was lowered).
+    assert capacities == [8, 16, 32, 64, 128, 257, 514, 1028]
+
+
+def test_a_batch_past_the_limit_fits_exactly_and_later_rows_double_it():
+    group = Group("g", D, limit=17)
+    rng = np.random.default_rng(1)
+    group.extend([f"c{i}" for i in range(40)], _unit(rng, 40))
+    assert group.vecs.shape[0] == 40
+    group.append("more", _unit(rng, 1)[0])
+    assert group.vecs.shape[0] == 80 and group.n == 41
 
 
 def test_every_change_moves_the_version():
