@@ -170,9 +170,14 @@ def rows_for(
 
 
 def _median(runs: list[dict[str, Any]], key: str) -> float | None:
-    """The median of ``key`` over the rounds (None when a revision's probe lacks it)."""
+    """The median of ``key`` over the rounds (None when a revision's probe lacks it);
+    counts stay whole numbers."""
     values = [g[key] for g in runs if g.get(key) is not None]
-    return round(statistics.median(values), 2) if values else None
+    if not values:
+        return None
+    if all(isinstance(v, int) for v in values):
+        return int(statistics.median(values))
+    return round(statistics.median(values), 2)
 
 
 def describe(
