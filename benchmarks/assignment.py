@@ -24,8 +24,9 @@ the smallest synthetic base, as ``latency_recall`` draws them.
 
 Each pass's system time and minor page faults (``getrusage``) are reported beside its rate.
 With ``--beside`` each process then times a second pass while the first pass's index stays
-alive, as a pass into a large live store runs: on the Intel Xeon VM of sessions 33-34 the
-same page faults cost several times the system time there (see the results README).
+alive, as a pass into a large live store runs: on the Intel Xeon VM of sessions 33-34 its
+page faults cost about ten times the system time, because memory that VM has not used
+recently is slow to touch the first time (see the results README, session 34).
 
 Results: ``benchmarks/results/assignment.md`` / ``.json``.
 """
