@@ -10,10 +10,12 @@ import pytest
 from magnetic_core._index.index import HierIndex
 from magnetic_core._search.exact import exact_pool
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer
-from magnetic_core._search.search import SearchPlan, run_search
+from magnetic_core._search.search import run_search
 from magnetic_core._search.sublists import split_lists
 from magnetic_core._store.catalog import Catalog
 from magnetic_core.eval import clustered_data, exact_knn, recall_at_k_tie_aware
+
+from .plans import coded_plan
 
 N = 6000
 
@@ -32,21 +34,6 @@ def _index(base: np.ndarray) -> HierIndex:
     return index
 
 
-def _plan(q: np.ndarray, min_cells: int = 1200, k: int = 10) -> SearchPlan:
-    return SearchPlan(
-        vector=q,
-        k=k,
-        n_probe=4,
-        entities=(),
-        entity_boost=0.0,
-        predicate=None,
-        sketch_rank=16,
-        rerank=64,
-        min_cells=min_cells,
-        list_size=32,
-    )
-
-
 # One scorer per index, as a memory keeps one.
 _SCORERS: dict[int, Scorer] = {}
 
@@ -56,7 +43,7 @@ def _scorer(index: HierIndex) -> Scorer:
 
 
 def _search(index: HierIndex, q: np.ndarray, **kw: int) -> list[str]:
-    return [c.id for c in run_search(index, Catalog(), _plan(q, **kw), _scorer(index))]
+    return [c.id for c in run_search(index, Catalog(), coded_plan(q, **kw), _scorer(index))]
 
 
 def _searched(base: np.ndarray, q: np.ndarray) -> tuple[HierIndex, Scorer]:
@@ -181,7 +168,7 @@ def test_a_budget_near_the_store_size_scores_every_sketch_in_one_pass(data) -> N
     def found(min_cells: int) -> tuple[list[list[float]], set[int]]:
         scores, probed = [], set()
         for q in queries:
-            got = run_search(index, Catalog(), _plan(q, min_cells=min_cells), _scorer(index))
+            got = run_search(index, Catalog(), coded_plan(q, min_cells=min_cells), _scorer(index))
             scores.append([float(base[int(c.id[1:])] @ q) for c in got])
             probed |= {c.probed_groups for c in got}
         return scores, probed
@@ -267,7 +254,9 @@ def test_exported_arrays_restore_the_scorer_into_a_reloaded_index(data) -> None:
     again = _reloaded(index, seed=1)
     restored = Scorer.from_arrays(arrays, again)
     assert not restored._state.stale.any()  # every group restored, none to code again
-    after = [[c.id for c in run_search(again, Catalog(), _plan(q), restored)] for q in queries[:10]]
+    after = [
+        [c.id for c in run_search(again, Catalog(), coded_plan(q), restored)] for q in queries[:10]
+    ]
     assert after == before
     # A group changed before the restore is coded again rather than served stale.
     victim = again.slot_groups[0]
@@ -276,7 +265,7 @@ def test_exported_arrays_restore_the_scorer_into_a_reloaded_index(data) -> None:
     changed = Scorer.from_arrays(arrays, again)
     assert changed._state.stale[victim.slot]
     q = base[int(victim.ids[0][1:])]
-    assert gone not in [c.id for c in run_search(again, Catalog(), _plan(q), changed)]
+    assert gone not in [c.id for c in run_search(again, Catalog(), coded_plan(q), changed)]
 
 
 def test_a_restore_fills_the_arrays_as_coding_group_by_group_does(data) -> None:
@@ -342,7 +331,7 @@ def test_a_search_without_routes_finds_the_same_cells_and_scores(data) -> None:
     base, queries = data
     index = _index(base)
     for q in queries[:10]:
-        plan = _plan(q)
+        plan = coded_plan(q)
         routed = run_search(index, Catalog(), plan, _scorer(index))
         plain = run_search(index, Catalog(), replace(plan, routes=False), _scorer(index))
         assert [(c.id, c.score, c.rank_score) for c in plain] == [

@@ -12,6 +12,8 @@ from magnetic_core._search.search import SearchPlan, probe_budget, run_search
 from magnetic_core._store.catalog import Catalog
 from magnetic_core.eval import clustered_data, exact_knn
 
+from .plans import coded_plan
+
 N = 2500
 
 
@@ -149,16 +151,8 @@ def test_a_coded_probe_fuses_a_cells_words_as_they_are_after_its_text_is_rewritt
 def _text_plan(vector: np.ndarray, catalog: Catalog, words: str) -> SearchPlan:
     """A text query over the test stores: k 10, four groups probed, 1,200 cells scored by
     code, the best 64 exactly, ``words`` at lexical weight 0.5, no entity."""
-    return SearchPlan(
-        vector=vector,
-        k=10,
-        n_probe=4,
-        entities=(),
-        entity_boost=0.0,
-        predicate=None,
-        sketch_rank=16,
-        rerank=64,
-        min_cells=1200,
+    return dataclasses.replace(
+        coded_plan(vector),
         lexical_terms=catalog.lexical.query_terms(words),
         lexical_weight=0.5,
     )
