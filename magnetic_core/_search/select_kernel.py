@@ -309,7 +309,12 @@ def _descending(keys: np.ndarray) -> np.ndarray:
         return np.argsort(-keys, kind="mergesort")  # stable
     # float32: one int64 per key, its bits made to sort as the float does (-0.0 as 0.0)
     # above the complement of its position, so a plain sort orders by key, then position.
-    bits = (keys + np.float32(0.0)).view(np.int32).astype(np.int64)
+    # -0.0 is made 0.0 in integers: numba compiles a kernel with the fastmath flags of the
+    # first caller that needs it (numba issue 7168), and under 'nsz' ``keys + 0.0`` keeps
+    # the sign of a zero (a process whose first top_k came from a fastmath kernel ranked
+    # -0.0 below 0.0).
+    bits = np.ascontiguousarray(keys).view(np.int32).astype(np.int64)
+    bits = np.where(bits == -(2**31), 0, bits)
     packed = np.where(bits < 0, bits ^ 0x7FFFFFFF, bits) << 32
     packed |= 0xFFFFFFFF - np.arange(n)
     packed = np.sort(packed)[::-1]

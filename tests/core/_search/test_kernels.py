@@ -557,6 +557,21 @@ def test_top_k_ranks_nan_last_and_signed_zeros_as_equal() -> None:
     assert kernels.top_k(v.astype(np.float64), 3).tolist() == [4, 0, 1]
 
 
+def test_top_k_keeps_signed_zeros_equal_when_a_fastmath_kernel_compiles_it_first() -> None:
+    # numba compiles a kernel with the fastmath flags of the first caller that needs it
+    # (numba issue 7168): a kernel with 'nsz' made -0.0 rank below 0.0 in every later call.
+    from numba import njit
+
+    @njit(fastmath=kernels._FAST)  # the kernels' flags: 'nsz' among them, NaN kept
+    def through_fastmath(values: np.ndarray, k: int) -> np.ndarray:
+        return kernels.top_k(values, k)
+
+    # A strided view: a signature no other test compiles, so the fastmath kernel is first.
+    v = np.repeat(np.array([0.0, -0.0, np.nan, -1.5, np.inf, -np.inf, 0.0], np.float32), 3)[::3]
+    assert through_fastmath(v, 7).tolist() == [4, 0, 1, 6, 3, 5, 2]
+    assert kernels.top_k(v, 7).tolist() == [4, 0, 1, 6, 3, 5, 2]
+
+
 @SETTINGS
 @given(
     st.integers(128, 4000),
