@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from magnetic_core._search.search import SearchPlan
     from magnetic_core._search.stages import Stages
 
-__all__ = ["Candidate", "candidates", "by_cosine"]
+__all__ = ["Candidate", "by_cosine", "candidates", "plain_candidates"]
 
 
 @dataclass(slots=True)
@@ -97,10 +97,17 @@ def by_cosine(
         picked = [(c, s, 0.0, 0.0, 0.0) for c, s in zip(ids, values, strict=True)]
         return candidates(index, plan, stages, picked, False)
     loc = index.loc
-    probed = len(stages.slots)
+    return plain_candidates(ids, [loc[cid] for cid in ids], values, len(stages.slots))
+
+
+def plain_candidates(
+    ids: list[str], groups: list[Group], scores: list[float], probed: int
+) -> list[Candidate]:
+    """Candidates found by cosine alone, without routes (see :func:`by_cosine`), their
+    groups given; ``probed``: the groups the search probed."""
     return [
-        Candidate(cid, loc[cid], s, s, 0.0, (), 0.0, False, probed)
-        for cid, s in zip(ids, values, strict=True)
+        Candidate(cid, group, s, s, 0.0, (), 0.0, False, probed)
+        for cid, group, s in zip(ids, groups, scores, strict=True)
     ]
 
 

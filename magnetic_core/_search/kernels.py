@@ -46,6 +46,7 @@ __all__ = [
     "exact_rows",
     "list_scores",
     "listed_code_top",
+    "plain_top",
     "probe_coded",
     "probe_groups",
     "probe_top",
@@ -651,3 +652,58 @@ def probe_top(
     )
     best = top_k(scores, k)
     return picked[best], scores[best]
+
+
+@njit(cache=True, nogil=True)
+def plain_top(
+    centroid_code: np.ndarray,
+    centroid_scale: np.ndarray,
+    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    use_tree: bool,
+    spread: int,
+    sizes: np.ndarray,
+    stale: np.ndarray,
+    n_probe: int,
+    min_cells: int,
+    least_cells: int,
+    probe: tuple[np.ndarray, ...],
+    q: np.ndarray,
+    basis: np.ndarray,
+    budget: int,
+    keep: int,
+    k: int,
+    sds: float,
+) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """A plain vector query's centroid stage and probe in one call: the slots
+    :func:`probe_groups` (or, with ``use_tree``, :func:`tree_groups` over ``tree``) chooses,
+    in slot order, then :func:`probe_top` over them (``probe``: its arrays from
+    ``slot_block`` to ``addresses``).
+
+    Returns ``(arena rows, exact scores, slots probed, done)``. ``done`` is False, and
+    nothing is scored, when a probed slot is ``stale`` (its group changed since it was
+    coded) or the probed slots hold at most ``least_cells`` cells: the caller then takes
+    the general path, which scores those exactly.
+    """
+    if use_tree:
+        chosen = tree_groups(
+            tree[0], tree[1], tree[2], tree[3], tree[4], tree[5], q, sizes, n_probe,
+            min_cells, spread,
+        )  # fmt: skip
+    else:
+        sims = code_scores(centroid_code, centroid_scale, q)
+        chosen = probe_groups(sims, sizes, n_probe, min_cells)
+    slots = np.sort(chosen)
+    none = np.empty(0, np.int64)
+    held = 0
+    for s in slots:
+        if stale[s]:
+            return none, np.empty(0, np.float32), slots.shape[0], False
+        held += sizes[s]
+    if held <= least_cells:
+        return none, np.empty(0, np.float32), slots.shape[0], False
+    best, scores = probe_top(
+        slots, probe[0], probe[1], probe[2], probe[3], probe[4], probe[5], probe[6],
+        probe[7], probe[8], probe[9], probe[10], probe[11], probe[12], q, basis, budget,
+        keep, k, sds,
+    )  # fmt: skip
+    return best, scores, slots.shape[0], True

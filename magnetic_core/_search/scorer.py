@@ -88,6 +88,16 @@ RECODE_ROWS = 256
 # budget buys recall back more cheaply than the last rows of the rerank (PROBE_CAP).
 RERANK_SDS = 4.0
 
+# The centroid tree's arrays when a store has none (``Scorer.plain``): typed as a tree's.
+_NO_TREE = (
+    np.empty((0, 0), np.int8),
+    np.empty(0, np.float32),
+    np.zeros(1, np.int64),
+    np.empty(0, np.int64),
+    np.empty((0, 0), np.int8),
+    np.empty(0, np.float32),
+)
+
 # A ranked pool as the compiled rankings give it: ``(rows or document numbers, cosines,
 # boost terms, lexical terms, pending rows read)``, best first.
 Ranking = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
@@ -351,6 +361,40 @@ class Scorer:
             both = ids + extra_ids
             return [both[i] for i in order.tolist()], merged
         return ids, scores
+
+    def plain(
+        self,
+        q: np.ndarray,
+        sizes: np.ndarray,
+        n_probe: int,
+        min_cells: int,
+        least_cells: int,
+        budget: int,
+        keep: int,
+        k: int,
+    ) -> tuple[list[str], list[Group], list[float], int] | None:
+        """A plain vector query's centroid stage and :meth:`probe` in one compiled call
+        (``kernels.plain_top``; ``sizes``: each slot's cells): ``(ids, their groups, exact
+        cosines, groups probed)``, best first, as the two steps give them. None when the
+        call leaves the query to them: a probed group changed since it was coded (those are
+        scored exactly), or the probed groups hold at most ``least_cells`` cells."""
+        assert self._basis is not None
+        st = self._state
+        tree = st.tree
+        if tree is not None and tree.owner.shape[0] == st.centroid_scale.shape[0]:
+            arrays = (tree.code, tree.scale, tree.start, tree.members, tree.rows, tree.row_scale)
+            use_tree = True
+        else:
+            arrays, use_tree = _NO_TREE, False
+        best, scores, probed, done = _kernels().plain_top(
+            st.centroid_code, st.centroid_scale, arrays, use_tree, SPREAD, sizes,
+            st.stale, n_probe, min_cells, least_cells, st.probe_args(), q, self._basis,
+            budget, keep, k, RERANK_SDS,
+        )  # fmt: skip
+        if not done:
+            return None
+        ids, groups = st.cells(best)
+        return ids, groups, scores.tolist(), probed
 
     def probe_docs(
         self,

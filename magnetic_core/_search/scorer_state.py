@@ -135,6 +135,14 @@ class ScorerState:
         blocks, at = self.rows.cols["block"][rows].tolist(), self.rows.cols["row"][rows].tolist()
         return [groups[h].ids[r] for h, r in zip(blocks, at, strict=True)]
 
+    def cells(self, rows: np.ndarray) -> tuple[list[str], list[Group]]:
+        """The ids of the cells of the given rows and the groups that hold them (rows of
+        current blocks only: a stale group's rows name the group as it was coded)."""
+        groups = self.block_group
+        owners = [groups[h] for h in self.rows.cols["block"][rows].tolist()]
+        at = self.rows.cols["row"][rows].tolist()
+        return [g.ids[r] for g, r in zip(owners, at, strict=True)], owners
+
     def cell_docs(self, rows: np.ndarray, lexical: LexicalIndex) -> np.ndarray:
         """The BM25 document numbers of the cells of the given rows.
 

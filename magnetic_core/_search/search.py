@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from magnetic_core._index.index import HierIndex
-from magnetic_core._search.candidates import Candidate, by_cosine, candidates
+from magnetic_core._search.candidates import Candidate, by_cosine, candidates, plain_candidates
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
 from magnetic_core._search.fusion import boost_terms, rank, settle, settled_rank
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
@@ -125,13 +125,20 @@ def run_search(
     q = plan.vector
     scorer, usable = _ready(index, plan, scorer)
     budget, group_cells = _budgets(index, plan, usable)
+    keep = max(plan.rerank, 4 * plan.k)
+    if usable and scorer is not None and plan.n_probe < n_groups and _plain(catalog, plan):
+        # Nothing but the cosine ranks: the centroid stage and the probe in one call.
+        plain = scorer.plain(
+            q, group_sizes(index), plan.n_probe, group_cells, 16 * keep, budget, keep, plan.k
+        )
+        if plain is not None and len(plain[0]) >= plan.k:
+            return plain_candidates(*plain)
     if scorer is not None:
         probe = scorer.probe_slots(q, group_sizes(index), plan.n_probe, group_cells)
     else:
         sims = matvec(index.centroids, q)
         probe = _kernels().probe_groups(sims, group_sizes(index), plan.n_probe, group_cells)
     stages = Stages.of(index, catalog, plan, probe, scorer)
-    keep = max(plan.rerank, 4 * plan.k)
     if (
         usable
         and scorer is not None
@@ -370,6 +377,19 @@ def _exact(
         boosted = (c for c in stages.boosted if index.loc[c].slot in slot_set)
         kept.extend(index, boosted, plan.vector)
     return kept
+
+
+def _plain(catalog: Catalog, plan: SearchPlan) -> bool:
+    """Whether only the cosine ranks this query's hits, whatever the stages find: no
+    entities or words, exclusions, thread lifts or routes (``Stages.plain`` asks the same
+    of the stages once they ran; this asks it of the plan, before)."""
+    return not (
+        plan.entities
+        or plan.lexical_terms
+        or plan.exclude
+        or plan.routes
+        or _threaded(catalog, plan)
+    )
 
 
 def _threaded(catalog: Catalog, plan: SearchPlan) -> bool:

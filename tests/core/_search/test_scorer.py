@@ -338,3 +338,63 @@ def test_a_search_without_routes_finds_the_same_cells_and_scores(data) -> None:
             (c.id, c.score, c.rank_score) for c in routed
         ]
         assert all(c.stages == ("centroid",) and c.centroid_similarity > 0 for c in routed)
+
+
+def test_a_plain_vector_query_in_one_call_finds_what_the_stages_find(data, monkeypatch) -> None:
+    """The centroid stage and the probe in one compiled call (``Scorer.plain``) give the
+    cells, scores, groups and probe counts of the stages run one by one: on a store just
+    coded, after writes (the changed groups' queries go the stages' way, which scores them
+    exactly), and through a centroid tree."""
+    from dataclasses import replace
+
+    from magnetic_core._search import centroid_tree, search
+    from magnetic_core._search import scorer as scorer_module
+
+    base, queries = data
+    calls: list[bool] = []
+    one_call = Scorer.plain
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        found = one_call(self, *args, **kwargs)
+        calls.append(found is not None)
+        return found
+
+    monkeypatch.setattr(Scorer, "plain", counted)
+
+    def both(index: HierIndex, q: np.ndarray, k: int) -> None:
+        plan = replace(coded_plan(q, k=k), routes=False)
+        scorer = _scorer(index)
+        fused = run_search(index, Catalog(), plan, scorer)
+        with monkeypatch.context() as m:
+            m.setattr(search, "_plain", lambda catalog, plan: False)
+            apart = run_search(index, Catalog(), plan, scorer)
+        assert [(c.id, c.score, c.group, c.probed_groups) for c in fused] == [
+            (c.id, c.score, c.group, c.probed_groups) for c in apart
+        ]
+        assert all(c.group is index.loc[c.id] for c in fused)
+        assert len(fused) == k
+
+    index = _index(base[:5000])
+    for q in queries[:8]:
+        both(index, q, 10)
+    assert calls and all(calls)  # every query was answered in one call
+    # A probe of few cells for its k is scored exactly, the stages' way.
+    calls.clear()
+    both(index, queries[8], 60)
+    assert calls == [False]
+    calls.clear()
+    # New cells change groups: a query probing one goes the stages' way until it is coded.
+    index.assign([f"c{i}" for i in range(5000, 5400)], base[5000:5400], 0.6)
+    index.remove("c3")
+    for q in queries[:8]:
+        both(index, q, 10)
+    assert False in calls
+    # Through a centroid tree (many small groups).
+    monkeypatch.setattr(centroid_tree, "TREE_FROM", 64)
+    monkeypatch.setattr(scorer_module, "SPREAD", 2)
+    small = HierIndex(base.shape[1], 32)
+    small.assign([f"c{i}" for i in range(N)], base, 0.6)
+    calls.clear()
+    for q in queries[:8]:
+        both(small, q, 10)
+    assert _scorer(small)._state.tree is not None and calls and all(calls)
