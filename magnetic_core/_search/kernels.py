@@ -443,9 +443,11 @@ def block_scores(vecs: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def probe_groups(sims: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int) -> np.ndarray:
-    """Slots to probe, most similar first: the best ``n_probe``, and more while they hold
-    fewer than ``min_cells`` cells (looking at most at twice the budget's worth of groups
-    of the mean size). Every slot, in slot order, when ``n_probe`` covers them all."""
+    """Slots to probe: the best ``n_probe``, and more while they hold fewer than
+    ``min_cells`` cells (looking at most at twice the budget's worth of groups of the mean
+    size). Every slot, in slot order, when ``n_probe`` covers them all. The order is not
+    part of the answer (ascending when found by buckets, else most similar first): callers
+    sort the slots."""
     n = sims.shape[0]
     if n_probe >= n:
         return np.arange(n)
@@ -486,11 +488,20 @@ def _best_enough(
     min_cells: int,
     want: int,
 ) -> np.ndarray:
-    """``_enough(slot_of[top_k(sims, want)], ...)``, ranking first only as many entries as
+    """The slots of ``_enough(slot_of[top_k(sims, want)], ...)``, in no set order: found by
+    buckets (``best_holding``) when that takes ``n_probe`` to ``want`` of them, else ranking
+    first only as many entries as
     groups of the mean size would need to hold ``min_cells``, with a quarter to spare, and
     all ``want`` only when those fall short: ordering costs per entry ranked, and the
     slots taken are the same either way (a stable sort's prefix)."""
     want = min(want, sims.shape[0])
+    if min_cells > 0:
+        # The slots are found by buckets, not ranked (the same set: top_k's order until
+        # they hold min_cells): a caller sorts them anyway. Ranked as below only when that
+        # takes fewer than n_probe of them or more than want.
+        taken = best_holding(sims, sizes[slot_of], min_cells)
+        if n_probe <= taken.shape[0] <= want:
+            return slot_of[taken]
     first = want
     if min_cells > 0:
         mean = max(np.float64(sizes.sum()) / sizes.shape[0], 1.0)

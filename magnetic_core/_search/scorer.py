@@ -324,7 +324,7 @@ class Scorer:
     def probe_slots(
         self, q: np.ndarray, sizes: np.ndarray, n_probe: int, min_cells: int
     ) -> np.ndarray:
-        """The slots a query probes, most similar first (see
+        """The slots a query probes, in no set order (see
         :func:`~magnetic_core._search.kernels.probe_groups`): every centroid code scored,
         or, in stores with a centroid tree, those of the clusters nearest ``q``
         (:mod:`magnetic_core._search.centroid_tree`)."""
