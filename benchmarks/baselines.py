@@ -27,17 +27,25 @@ EMBEDDER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def time_queries(
-    search: Callable[[int], Sequence[float]], n: int, warmup: int = 100
+    search: Callable[[int], Any],
+    n: int,
+    warmup: int = 100,
+    scores: Callable[[int, Any], Sequence[float]] | None = None,
 ) -> tuple[dict[str, float], list[Sequence[float]]]:
-    """Run ``search(i)`` for each query alone; returns latency percentiles and found scores."""
+    """Run ``search(i)`` for each query alone; returns latency percentiles and found scores.
+
+    ``scores(i, answer)``, when given, turns what ``search`` returned into the exact scores
+    recall is measured by, outside the timed call: a baseline that answers with row numbers
+    is timed for its own query only, not for the benchmark's rescoring of its rows.
+    """
     for i in range(min(warmup, n)):
         search(i)
     lat, found = [], []
     for i in range(n):
         t0 = time.perf_counter()
-        scores = search(i)
+        answer = search(i)
         lat.append(time.perf_counter() - t0)
-        found.append(scores)
+        found.append(answer if scores is None else scores(i, answer))
     return common.percentiles_ms(lat), found
 
 
@@ -89,11 +97,13 @@ def bench_chroma(
         )
     add_rate = base.shape[0] / (time.perf_counter() - t0)
 
-    def search(i: int) -> list[float]:
-        got = col.query(query_embeddings=[queries[i]], n_results=K)
+    def search(i: int) -> Any:
+        return col.query(query_embeddings=[queries[i]], n_results=K)
+
+    def scores(i: int, got: Any) -> list[float]:
         return rescored(base, queries[i], [int(x) for x in got["ids"][0]])
 
-    lat, found = time_queries(search, queries.shape[0])
+    lat, found = time_queries(search, queries.shape[0], scores=scores)
     row = system_row("chroma", lat, found, truth, ingest_cells_per_s=round(add_rate, 1))
     client.close() if hasattr(client, "close") else None
     row.update(cold_open("chroma", workdir, queries[0]))
@@ -173,11 +183,13 @@ def bench_faiss(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> dic
     nprobe, _, sweep = tune("faiss", "nprobe", probes, batch_recall)
     index.nprobe = nprobe
 
-    def search(i: int) -> list[float]:
-        _, idx = index.search(queries[i : i + 1], K)
-        return rescored(base, queries[i], idx[0])
+    def search(i: int) -> np.ndarray:
+        return index.search(queries[i : i + 1], K)[1][0]
 
-    lat, found = time_queries(search, queries.shape[0])
+    def scores(i: int, idx: np.ndarray) -> list[float]:
+        return rescored(base, queries[i], idx)
+
+    lat, found = time_queries(search, queries.shape[0], scores=scores)
     return system_row(
         "faiss-ivf-flat",
         lat,
@@ -190,7 +202,13 @@ def bench_faiss(base: np.ndarray, queries: np.ndarray, truth: np.ndarray) -> dic
     )
 
 
-EFS = (10, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+# From 64 on in steps of at most an eighth: "the smallest ef that reaches our recall" then
+# overshoots the ef that would just reach it by at most 12.5% (with steps of a half, as
+# before session 35, by up to 50%, and hnswlib's time grows about in proportion to ef).
+EFS = (
+    *(10, 16, 24, 32, 48, 64, 72, 80, 88, 96, 104, 112, 120, 128),
+    *(144, 160, 176, 192, 224, 256, 288, 320, 384, 448, 512),
+)
 
 
 def bench_hnswlib(
@@ -213,14 +231,16 @@ def bench_hnswlib(
     build = time.perf_counter() - t0
     index.set_num_threads(1)
 
-    def search(i: int) -> list[float]:
-        idx, _ = index.knn_query(queries[i], k=K)
-        return rescored(base, queries[i], idx[0])
+    def search(i: int) -> np.ndarray:
+        return index.knn_query(queries[i], k=K)[0][0]
+
+    def scores(i: int, idx: np.ndarray) -> list[float]:
+        return rescored(base, queries[i], idx)
 
     curve, chosen = [], None
     for ef in EFS:
         index.set_ef(max(ef, K))
-        lat, found = time_queries(search, queries.shape[0], warmup=50)
+        lat, found = time_queries(search, queries.shape[0], warmup=50, scores=scores)
         row = system_row("hnswlib", lat, found, truth, ef=ef)
         curve.append({"ef": ef, "p50_ms": row["p50_ms"], "recall_at_10": row["recall_at_10"]})
         if chosen is None and row["recall_at_10"] >= match:
