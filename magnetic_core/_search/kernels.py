@@ -489,11 +489,11 @@ def _best_enough(
     want: int,
 ) -> np.ndarray:
     """The slots of ``_enough(slot_of[top_k(sims, want)], ...)``, in no set order: found by
-    buckets (``best_holding``) when that takes ``n_probe`` to ``want`` of them, else ranking
-    first only as many entries as
-    groups of the mean size would need to hold ``min_cells``, with a quarter to spare, and
-    all ``want`` only when those fall short: ordering costs per entry ranked, and the
-    slots taken are the same either way (a stable sort's prefix)."""
+    buckets (``best_holding``) when that takes ``n_probe`` to ``want`` of them, else by
+    ranking first only as many entries as groups of the mean size would need to hold
+    ``min_cells``, with a quarter to spare, and all ``want`` only when those fall short:
+    ordering costs per entry ranked, and the slots taken are the same either way (a
+    stable sort's prefix)."""
     want = min(want, sims.shape[0])
     if min_cells > 0:
         # The slots are found by buckets, not ranked (the same set: top_k's order until

@@ -329,14 +329,22 @@ class Scorer:
         or, in stores with a centroid tree, those of the clusters nearest ``q``
         (:mod:`magnetic_core._search.centroid_tree`)."""
         st = self._state
-        tree, kern = st.tree, _kernels()
-        if tree is None or tree.owner.shape[0] != st.centroid_scale.shape[0]:
+        tree, kern = self._tree(), _kernels()
+        if tree is None:
             sims = kern.code_scores(st.centroid_code, st.centroid_scale, q)
             return kern.probe_groups(sims, sizes, n_probe, min_cells)
-        return kern.tree_groups(
-            tree.code, tree.scale, tree.start, tree.members, tree.rows, tree.row_scale, q,
-            sizes, n_probe, min_cells, SPREAD,
-        )  # fmt: skip
+        return kern.tree_groups(*tree, q, sizes, n_probe, min_cells, SPREAD)
+
+    def _tree(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """The centroid tree's arrays as ``kernels.tree_groups`` reads them, or None when the
+        store has no tree or its slots are not all filed to it yet."""
+        st = self._state
+        tree = st.tree
+        if tree is None or tree.owner.shape[0] != st.centroid_scale.shape[0]:
+            return None
+        return tree.code, tree.scale, tree.start, tree.members, tree.rows, tree.row_scale
 
     def probe(
         self, index: HierIndex, slots: np.ndarray, q: np.ndarray, budget: int, keep: int, k: int
@@ -380,14 +388,10 @@ class Scorer:
         scored exactly), or the probed groups hold at most ``least_cells`` cells."""
         assert self._basis is not None
         st = self._state
-        tree = st.tree
-        if tree is not None and tree.owner.shape[0] == st.centroid_scale.shape[0]:
-            arrays = (tree.code, tree.scale, tree.start, tree.members, tree.rows, tree.row_scale)
-            use_tree = True
-        else:
-            arrays, use_tree = _NO_TREE, False
+        tree = self._tree()
         best, scores, probed, done = _kernels().plain_top(
-            st.centroid_code, st.centroid_scale, arrays, use_tree, SPREAD, sizes,
+            st.centroid_code, st.centroid_scale, _NO_TREE if tree is None else tree,
+            tree is not None, SPREAD, sizes,
             st.stale, n_probe, min_cells, least_cells, st.probe_args(), q, self._basis,
             budget, keep, k, RERANK_SDS,
         )  # fmt: skip

@@ -131,9 +131,7 @@ class ScorerState:
 
     def cell_ids(self, rows: np.ndarray) -> list[str]:
         """The ids of the cells of the given rows."""
-        groups = self.block_group
-        blocks, at = self.rows.cols["block"][rows].tolist(), self.rows.cols["row"][rows].tolist()
-        return [groups[h].ids[r] for h, r in zip(blocks, at, strict=True)]
+        return self.cells(rows)[0]
 
     def cells(self, rows: np.ndarray) -> tuple[list[str], list[Group]]:
         """The ids of the cells of the given rows and the groups that hold them (rows of
