@@ -16,22 +16,38 @@ from magnetic_core._search.kernels import _FAST
 __all__ = ["encode", "spherical_kmeans"]
 
 
+# A nibble code's largest magnitude: entries are -7 to 7, stored with 8 added in four bits.
+NIBBLE_TOP = 7
+
+
 @njit(cache=True, nogil=True, fastmath=_FAST)
 def encode(
     vecs: np.ndarray, order: np.ndarray, owner: np.ndarray, means: np.ndarray, basis: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """int8 codes of residuals ``(vecs[order[i]] - means[owner[i]]) @ basis``, one scale a row.
+    """Nibble codes of residuals ``(vecs[order[i]] - means[owner[i]]) @ basis``, one scale
+    a row: entries rounded to -7..7 steps of the scale (the row's largest magnitude / 7;
+    an all-zero row: scale 0, entries 0), stored plus 8 in four bits, two a byte. Byte
+    ``j`` of a row of rank ``r`` holds entry ``j`` in its low bits and entry ``j + h`` in
+    its high ones, ``h = (r + 1) // 2`` bytes a row (an odd rank's last high nibble is a
+    zero entry); ``kernels.listed_code_top`` reads them.
 
-    The scale maps a row's largest magnitude to 127 (an all-zero row: scale 0, codes 0), as
-    :func:`magnetic_core._search.sublists.quantize` does. Computed on the calling thread:
-    the scorer codes a few small groups after each write, where BLAS's thread start-up
-    costs more than the product.
+    Four bits rather than eight: the scan that reads these codes only chooses which cells
+    are scored exactly, and the rounding of the sixteen levels is small beside what a rank
+    of 128 leaves out of the residual (100K Reuters passages: recall@10 0.9880 against
+    0.9873 with int8 codes, the same probe), while the scan reads half the bytes (1M
+    cells, codes read from memory: 235 -> 169 us for 13,000 rows in a sketch of the scan).
+
+    Computed on the calling thread: the scorer codes a few small groups after each write,
+    where BLAS's thread start-up costs more than the product.
     """
     n = order.shape[0]
     d, r = basis.shape
-    codes = np.empty((n, r), np.int8)
+    half = (r + 1) // 2
+    codes = np.empty((n, half), np.uint8)
     scales = np.empty(n, np.float32)
-    row = np.empty(r, np.float32)
+    row = np.empty(2 * half, np.float32)
+    step = np.empty(2 * half, np.uint8)
+    top_level = np.float32(NIBBLE_TOP)
     for i in range(n):
         row[:] = 0.0
         v = order[i]
@@ -43,11 +59,14 @@ def encode(
         top = np.float32(0.0)
         for j in range(r):
             top = max(top, abs(row[j]))
-        scale = top / np.float32(127.0)
+        scale = top / top_level
         scales[i] = scale
         inv = np.float32(1.0) / scale if scale > 0 else np.float32(0.0)
-        for j in range(r):
-            codes[i, j] = np.int8(min(127.0, max(-127.0, np.rint(row[j] * inv))))
+        for j in range(2 * half):
+            level = min(top_level, max(-top_level, np.rint(row[j] * inv)))
+            step[j] = np.uint8(np.int64(level) + 8)
+        for j in range(half):
+            codes[i, j] = step[j] | (step[j + half] << np.uint8(4))
     return codes, scales
 
 

@@ -29,9 +29,9 @@ from numba import njit
 from magnetic_core._search.pointers import (
     CODE_DOT_WIDTH,
     EXACT_FAST,
-    code_dot,
     code_dot_f32,
     dot_at,
+    nibble_dot,
     prefetch_row,
     widened,
 )
@@ -150,10 +150,13 @@ def listed_code_top(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``keep`` best rows of the given sub-lists by ``base[list] + scale * codes . qp``.
 
-    ``qp`` is rounded to int16 steps (:func:`_as_int16`) so that each row's product is a sum
-    of integer products, which LLVM turns into multiply-add pairs (``vpmaddwd``, or
-    ``vpdpwssd`` where the CPU has VNNI) at half the instructions of the float scan; the
-    rounding moves a score by about 1e-4 of the code's own error.
+    ``codes`` are nibble codes (:func:`~magnetic_core._search.fit_kernels.encode`): entry
+    ``j`` of a row of rank ``m`` is ``(low four bits of byte j) - 8`` for ``j < h``, ``(high
+    four bits of byte j - h) - 8`` above, ``h = (m + 1) // 2`` bytes a row. ``qp`` is
+    rounded to int16 steps (:func:`_as_int16`) so that each row's product is a sum of
+    integer products, which LLVM turns into multiply-add pairs (``vpmaddwd``, or
+    ``vpdpwssd`` where the CPU has VNNI); the rounding moves a score by about 1e-4 of the
+    code's own error. The nibbles' offset is taken away once per row (``8 * sum(q16)``).
 
     Returns ``(arena rows, their approximate scores)``, best first (ties: the earlier row
     in list order).
@@ -164,10 +167,18 @@ def listed_code_top(
     rows = np.empty(total, np.int64)
     approx = np.empty(total, np.float32)
     m = qp.shape[0]
+    half = codes.shape[1]
+    if half != (m + 1) // 2:
+        raise ValueError("nibble code rows and the query differ in rank")
     q16, unit = _as_int16(qp)
+    # The query as the two halves of a row see it (a zero under an odd rank's last nibble).
+    q16 = np.concatenate((q16, np.zeros(2 * half - m, np.int16)))
+    offset = np.int64(0)
+    for c in range(m):
+        offset += 8 * np.int64(q16[c])
     at = 0
     n_lists = lists.shape[0]
-    address, width = codes.ctypes.data, codes.shape[1]
+    address = codes.ctypes.data
     # A cursor runs _ROWS_AHEAD rows ahead of the row scored, across the lists' ends, and
     # asks for one row per row scored: the lists are scattered over the arena, and at 1M
     # cells (codes read from memory) a whole list asked for at once did no better than
@@ -175,34 +186,35 @@ def listed_code_top(
     ahead_list, ahead_row, ahead_end = -1, 0, 0
     for _ in range(_ROWS_AHEAD):
         ahead_list, ahead_row, ahead_end = _ask_row(
-            address, width, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
+            address, half, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
         )
+    fixed = 2 * half == CODE_RANK
     for t in range(n_lists):
         j = lists[t]
         b = base[t]
         start = list_start[j]
         for r in range(start, start + list_len[j]):
             ahead_list, ahead_row, ahead_end = _ask_row(
-                address, width, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
+                address, half, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
             )
-            # The default rank takes a product of whole vectors (pointers.code_dot).
-            fixed = m == CODE_RANK
-            acc = code_dot(codes, r, q16) if fixed else _dot_any(codes, r, q16, m)  # type: ignore[call-arg]
+            # The default rank takes a product of whole vectors (pointers.nibble_dot).
+            acc = nibble_dot(codes, r, q16) if fixed else _nibbles_any(codes, r, q16)  # type: ignore[call-arg]
             rows[at] = r
-            approx[at] = b + np.float32(acc) * (scales[r] * unit)
+            approx[at] = b + np.float32(np.int64(acc) - offset) * (scales[r] * unit)
             at += 1
     best = top_k(approx, keep)
     return rows[best], approx[best]
 
 
 # The code rank the scan is specialised for (``MemoryConfig.sketch_rank``'s default): its
-# row product is one product of whole vectors (``pointers.code_dot``; 100K Reuters, 13,000
-# cells in sub-lists of 32: 107 us as a float loop, 64 us as an integer loop on an AMD
-# EPYC, 78 -> 49 us from loop to vectors on an Intel Xeon); other ranks take the loop.
+# row product is one product of whole vectors (``pointers.nibble_dot``; 100K Reuters,
+# 13,000 cells in sub-lists of 32: 107 us as a float loop, 64 us as an integer loop on an
+# AMD EPYC, 78 -> 49 us from loop to vectors on an Intel Xeon, int8 codes then); other
+# ranks take the loop.
 CODE_RANK = CODE_DOT_WIDTH
-# Largest step count of the int16 query (``_as_int16``): with int8 codes a row's integer
-# product stays within int32 for ranks up to 2**31 / (128 * 32767) = 511; wider codes get
-# fewer steps.
+# Largest step count of the int16 query (``_as_int16``): with codes of at most 128 in
+# size a row's integer product stays within int32 for ranks up to 2**31 / (128 * 32767) =
+# 511; wider codes get fewer steps.
 _INT16_STEPS = 32767
 
 
@@ -211,9 +223,9 @@ def _as_int16(qp: np.ndarray) -> tuple[np.ndarray, np.float32]:
     """``qp`` rounded to int16 steps and the value of one step (``qp ~ q16 * unit``).
 
     The step is a power of two, the largest entry between a half and all of the step
-    count that keeps ``|int8 code . q16|`` within int32 (32,767 up to rank 511), so the
-    scores keep 15 bits of the query and an integer ``qp`` is carried exactly. A zero
-    ``qp`` gives zeros and a unit of 0."""
+    count that keeps ``|code . q16|`` within int32 for codes of size 128 at most (32,767
+    up to rank 511), so the scores keep 15 bits of the query and an integer ``qp`` is
+    carried exactly. A zero ``qp`` gives zeros and a unit of 0."""
     m = qp.shape[0]
     big = 0.0
     for c in range(m):
@@ -229,11 +241,14 @@ def _as_int16(qp: np.ndarray) -> tuple[np.ndarray, np.float32]:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dot_any(codes: np.ndarray, r: int, q16: np.ndarray, m: int) -> np.int32:
-    """``codes[r, :m] . q16`` in integers, for any rank."""
+def _nibbles_any(codes: np.ndarray, r: int, q16: np.ndarray) -> np.int32:
+    """:func:`~magnetic_core._search.pointers.nibble_dot` for rows of any width
+    (``q16``: two entries per byte, the high nibbles' after the low ones')."""
+    half = codes.shape[1]
     acc: int | np.int32 = 0
-    for c in range(m):
-        acc += np.int32(codes[r, c]) * np.int32(q16[c])
+    for c in range(half):
+        byte = np.int32(codes[r, c])
+        acc += (byte & 15) * np.int32(q16[c]) + (byte >> 4) * np.int32(q16[c + half])
     return np.int32(acc)
 
 

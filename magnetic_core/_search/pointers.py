@@ -17,11 +17,11 @@ from numba.extending import intrinsic
 __all__ = [
     "CODE_DOT_WIDTH",
     "EXACT_FAST",
-    "code_dot",
     "code_dot_f32",
     "dot_at",
     "f32_ptr",
     "i64_ptr",
+    "nibble_dot",
     "prefetch_row",
     "widened",
 ]
@@ -73,17 +73,18 @@ def _prefetch(typingctx, address):  # type: ignore[no-untyped-def]
     return sig, codegen
 
 
-# Entries of the int8 code row that :func:`code_dot` multiplies (the scorer's default code
-# rank, ``kernels.CODE_RANK``).
+# Entries of a nibble code row that :func:`nibble_dot` multiplies (the scorer's default
+# code rank, ``kernels.CODE_RANK``): 64 bytes.
 CODE_DOT_WIDTH = 128
 
 
 def _row_and_query(codes: types.Type, r: types.Type, q: types.Type, q_dtype: types.Type) -> bool:
-    """Whether ``(codes, r, q)`` are int8 C-order rows, an integer row and a 1-D ``q_dtype``
-    query: the arguments :func:`code_dot` and :func:`code_dot_f32` take."""
+    """Whether ``(codes, r, q)`` are 2-D C-order code rows (int8, or uint8 nibble pairs),
+    an integer row and a 1-D ``q_dtype`` query: the arguments :func:`nibble_dot` and
+    :func:`code_dot_f32` take."""
     return (
         isinstance(codes, types.Array)
-        and codes.dtype == types.int8
+        and codes.dtype in (types.int8, types.uint8)
         and codes.ndim == 2
         and codes.layout == "C"
         and isinstance(r, types.Integer)
@@ -93,8 +94,8 @@ def _row_and_query(codes: types.Type, r: types.Type, q: types.Type, q_dtype: typ
     )
 
 
-def _load_row_and_query(context, builder, signature, args, n, q_type, q_align):  # type: ignore[no-untyped-def]
-    """IR loading ``codes[r, :n]`` as an ``<n x i8>`` vector and ``q[:n]`` as an ``<n x
+def _load_row_and_query(context, builder, signature, args, n, q_n, q_type, q_align):  # type: ignore[no-untyped-def]
+    """IR loading ``codes[r, :n]`` as an ``<n x i8>`` vector and ``q[:q_n]`` as a ``<q_n x
     q_type>`` one, aligned to ``q_align`` bytes (``args``: codes, r, q, ...)."""
     codes_type, r_type, query_type = signature.args[:3]
     block = context.make_array(codes_type)(context, builder, args[0])
@@ -104,34 +105,40 @@ def _load_row_and_query(context, builder, signature, args, n, q_type, q_align): 
     row_at = cgutils.get_item_pointer(context, builder, codes_type, block, [row_index, zero])
     q_at = cgutils.get_item_pointer(context, builder, query_type, query, [zero])
     row_ptr = builder.bitcast(row_at, ir.VectorType(ir.IntType(8), n).as_pointer())
-    q_ptr = builder.bitcast(q_at, ir.VectorType(q_type, n).as_pointer())
+    q_ptr = builder.bitcast(q_at, ir.VectorType(q_type, q_n).as_pointer())
     row = builder.load(row_ptr, align=1)
     q = builder.load(q_ptr, align=q_align)
     return row, q
 
 
 @intrinsic
-def code_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
-    """``codes[r, :CODE_DOT_WIDTH] . q16[:CODE_DOT_WIDTH]`` for int8 ``codes`` (C order)
-    and an int16 ``q16``, in int32 (the sum wraps; the caller keeps it in range).
+def nibble_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
+    """``sum_j lo(codes[r, j]) q16[j] + hi(codes[r, j]) q16[j + 64]`` over the 64 bytes of
+    a nibble code row (uint8, C order; ``lo``/``hi`` its low and high four bits, 0 to 15)
+    and an int16 ``q16`` of ``CODE_DOT_WIDTH`` entries, in int32 (the sum wraps; the
+    caller keeps it in range and takes away the nibbles' offset).
 
-    Written as one product of whole vectors and LLVM's add reduction rather than a loop:
-    LLVM then picks the widest multiply-add pairs the CPU has. From a loop its vectoriser
-    chose by the CPU's tuning: on an Intel Xeon with AVX-512 (LLVM's ``rocketlake``) 16
-    products of 128-bit registers per row, on an AMD EPYC (``znver4``) 256-bit ones with
-    VNNI; as vectors, both get 512-bit ``vpdpwssd`` (13,000 rows on the Xeon: 78 -> 49 us).
-    The caller checks that both hold ``CODE_DOT_WIDTH`` entries.
+    One product of whole vectors and LLVM's add reduction rather than a loop: LLVM then
+    picks the widest multiply-add pairs the CPU has (512-bit ``vpdpwssd`` on an Intel Xeon
+    with AVX-512 VNNI), with the nibbles split by one mask and one shift of the row. The
+    caller checks that the row holds ``CODE_DOT_WIDTH // 2`` bytes.
     """
-    if not _row_and_query(codes, r, q16, types.int16):
+    if not _row_and_query(codes, r, q16, types.int16) or codes.dtype != types.uint8:
         return None
     sig = types.int32(codes, r, q16)
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         n = CODE_DOT_WIDTH
-        wide = ir.VectorType(ir.IntType(32), n)
-        row, q = _load_row_and_query(context, builder, signature, args, n, ir.IntType(16), 2)
-        products = builder.mul(builder.sext(row, wide), builder.sext(q, wide))
-        fnty = ir.FunctionType(ir.IntType(32), [wide])
+        half = n // 2
+        i8, i32 = ir.IntType(8), ir.IntType(32)
+        bytes_ = ir.VectorType(i8, half)
+        row, q = _load_row_and_query(context, builder, signature, args, half, n, ir.IntType(16), 2)
+        low = builder.and_(row, ir.Constant(bytes_, [15] * half))
+        high = builder.lshr(row, ir.Constant(bytes_, [4] * half))
+        both = builder.shuffle_vector(low, high, ir.Constant(ir.VectorType(i32, n), list(range(n))))
+        wide = ir.VectorType(i32, n)
+        products = builder.mul(builder.zext(both, wide), builder.sext(q, wide))
+        fnty = ir.FunctionType(i32, [wide])
         reduce = cgutils.get_or_insert_function(
             builder.module, fnty, f"llvm.vector.reduce.add.v{n}i32"
         )
@@ -145,12 +152,12 @@ def code_dot_f32(typingctx, codes, r, q, width):  # type: ignore[no-untyped-def]
     """``codes[r, :width] . q[:width]`` for int8 ``codes`` (C order) and a float32 ``q``,
     summed in float32 in any order; ``width`` a constant the caller writes (a literal).
 
-    One product of whole vectors and LLVM's reduction, as :func:`code_dot`: a loop over
+    One product of whole vectors and LLVM's reduction, as :func:`nibble_dot`: a loop over
     the entries was vectorised by the CPU's tuning, narrower on Intel Xeons (2,000 rows
     of 384 in cache on one: 35.9 -> 27.8 us). The caller checks that both hold ``width``
     entries.
     """
-    if not _row_and_query(codes, r, q, types.float32):
+    if not _row_and_query(codes, r, q, types.float32) or codes.dtype != types.int8:
         return None
     if not isinstance(width, types.IntegerLiteral):
         return None
@@ -159,7 +166,7 @@ def code_dot_f32(typingctx, codes, r, q, width):  # type: ignore[no-untyped-def]
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         floats = ir.VectorType(ir.FloatType(), n)
-        row, qv = _load_row_and_query(context, builder, signature, args, n, ir.FloatType(), 4)
+        row, qv = _load_row_and_query(context, builder, signature, args, n, n, ir.FloatType(), 4)
         fast = ("reassoc", "contract", "nsz")
         products = builder.fmul(builder.sitofp(row, floats), qv, flags=fast)
         fnty = ir.FunctionType(ir.FloatType(), [ir.FloatType(), floats])

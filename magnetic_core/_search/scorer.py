@@ -71,6 +71,9 @@ SAMPLE = 16384  # at most this many residuals fit the basis
 # Every group is probed and every code scored when the cell budget is at least this share
 # of the store: a pass over all codes costs little more than the budget's, and misses none.
 FULL_SCAN_SHARE = 0.4
+# Bits of a cell's code entries (``fit_kernels.encode``), saved with a persisted scorer: one
+# saved with other codes is not restored but built again.
+CODE_BITS = 4
 # Compact the arrays when rows no longer described by a live group exceed the live ones.
 GARBAGE_SHARE = 1.0
 # Cells of changed groups split and coded again per search, at most; the other changed
@@ -282,7 +285,9 @@ class Scorer:
         return {
             **tree,
             "basis": self._basis,
-            "meta": np.array([self.rank, self.list_size, self._fitted_n], np.int64),
+            "meta": np.array(
+                [self.rank, self.list_size, self._fitted_n, CODE_BITS], np.int64
+            ),
             "energy": np.array([self.energy]),
             "gids": np.array([groups[h].gid for h in blocks.tolist()], dtype=np.str_),
             "group_lists": (end - first).astype(np.int64),
@@ -293,6 +298,12 @@ class Scorer:
             "scale": st.rows.scale[rows],
         }
 
+    @staticmethod
+    def same_codes(arrays: Mapping[str, np.ndarray]) -> bool:
+        """Whether :meth:`export_arrays`' output holds codes of this version's kind (one
+        saved before the codes took four bits has three meta entries: it is built again)."""
+        return [int(v) for v in arrays["meta"][3:]] == [CODE_BITS]
+
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], index: HierIndex) -> Scorer:
         """A scorer for ``index`` from :meth:`export_arrays`' output.
@@ -300,7 +311,9 @@ class Scorer:
         A group whose cells differ from the exported ones (or is missing from the export)
         starts stale: it is scored exactly and coded again by later searches.
         """
-        rank, list_size, fitted_n = (int(v) for v in arrays["meta"])
+        if not cls.same_codes(arrays):
+            raise ValueError(f"the saved codes are not {CODE_BITS}-bit nibble codes")
+        rank, list_size, fitted_n = (int(v) for v in arrays["meta"][:3])
         scorer = cls(rank, list_size)
         scorer._basis = np.ascontiguousarray(arrays["basis"], np.float32)
         scorer.energy, scorer._fitted_n = float(arrays["energy"][0]), fitted_n

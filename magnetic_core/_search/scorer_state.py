@@ -60,8 +60,8 @@ class ScorerState:
 
     Blocks: one per group version coded (its group, its block kept alive, its lists);
     lists: per sub-list mean (float, and its int8 code and scale, which searches read),
-    1 / |mean|, first row and length; rows: per cell its code,
-    scale, block and row in that block. ``slot_block[s]`` is the block describing the group
+    1 / |mean|, first row and length; rows: per cell its nibble code (two entries a byte,
+    ``fit_kernels.encode``), scale, block and row in that block. ``slot_block[s]`` is the block describing the group
     in slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
     """
 
@@ -84,7 +84,7 @@ class ScorerState:
             len=((), np.int64),
         )
         self.rows = _Arena(
-            code=((rank,), np.int8),
+            code=(((rank + 1) // 2,), np.uint8),  # nibble codes (fit_kernels.encode)
             scale=((), np.float32),
             block=((), np.int32),
             row=((), np.int32),
@@ -360,7 +360,7 @@ def restore(st: ScorerState, arrays: Mapping[str, np.ndarray], index: HierIndex)
     coded = Coded(
         np.ascontiguousarray(arrays["list_mean"][lists], np.float32),
         list_len[lists],
-        np.asarray(arrays["code"][cells], np.int8),
+        np.asarray(arrays["code"][cells], np.uint8),
         np.asarray(arrays["scale"][cells], np.float32),
         np.asarray(rows, np.int32),
     )

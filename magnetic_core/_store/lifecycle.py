@@ -380,6 +380,9 @@ def _scorer_of(state: MemoryState, config: MemoryConfig) -> tuple[Scorer, bool]:
     fresh = Scorer(config.sketch_rank, config.list_size)
     if not state.extra:
         return fresh, False
+    if "meta" in state.extra and not Scorer.same_codes(state.extra):
+        logger.info("the saved search scorer holds codes of an older kind: rebuilt on demand")
+        return fresh, False
     try:
         restored = Scorer.from_arrays(state.extra, state.index)
     except Exception as e:  # noqa: BLE001 - a cache: any defect means "build it again"

@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from magnetic_core._search import fit_kernels
-from magnetic_core._search.sublists import quantize
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -22,10 +21,18 @@ def test_encode_matches_numpy(n: int, d: int, r: int, seed: int) -> None:
     order = rng.permutation(n)
     owner = rng.integers(0, 3, n)
     codes, scales = fit_kernels.encode(vecs, order, owner, means, basis)
-    ref_codes, ref_scales = quantize((vecs[order] - means[owner]) @ basis)
+    residuals = (vecs[order] - means[owner]) @ basis
+    ref_scales = np.abs(residuals).max(axis=1) / 7.0
+    ref = np.clip(np.rint(residuals / ref_scales[:, None]), -7, 7).astype(np.int16)
     np.testing.assert_allclose(scales, ref_scales, rtol=1e-4, atol=1e-6)
+    # As documented: two entries a byte plus 8, entry j low and j + h high, h = (r + 1) // 2.
+    h = (r + 1) // 2
+    assert codes.dtype == np.uint8 and codes.shape == (n, h)
+    low, high = (codes & 15).astype(np.int16) - 8, (codes >> 4).astype(np.int16) - 8
+    entries = np.concatenate([low, high], axis=1)
+    assert not entries[:, r:].any()  # an odd rank's last high nibble is a zero entry
     # Rounding at a half step may go either way after a reordered sum: one step at most.
-    assert np.abs(codes.astype(np.int16) - ref_codes.astype(np.int16)).max() <= 1
+    assert np.abs(entries[:, :r] - ref).max() <= 1
 
 
 def test_encode_of_a_zero_residual_is_zero() -> None:
@@ -33,7 +40,7 @@ def test_encode_of_a_zero_residual_is_zero() -> None:
     codes, scales = fit_kernels.encode(
         vecs, np.arange(2), np.zeros(2, np.int64), vecs[:1], np.eye(4, 2, dtype=np.float32)
     )
-    assert not codes.any() and not scales.any()
+    assert np.all(codes == 0x88) and not scales.any()  # entries 0, stored plus 8
 
 
 def _ref_kmeans(vecs: np.ndarray, centres: np.ndarray, iters: int) -> np.ndarray:

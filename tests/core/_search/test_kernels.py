@@ -1,7 +1,7 @@
 """The compiled search kernels against plain numpy references on random inputs.
 
-Inputs that matter are integer valued where an order is compared (int8 codes, small
-integer queries), so every sum is exact whatever order the kernel adds in and ties are
+Inputs that matter are integer valued where an order is compared (int8 and nibble codes,
+small integer queries), so every sum is exact whatever order the kernel adds in and ties are
 real ties: the kernels must then agree with numpy exactly, ties to the lower index.
 """
 
@@ -53,6 +53,24 @@ def _codes(rng: np.random.Generator, n: int, m: int) -> tuple[np.ndarray, np.nda
     return codes, scales
 
 
+def _packed(entries: np.ndarray) -> np.ndarray:
+    """Entries -8..7 as the scan reads them, as documented (fit_kernels.encode): plus 8,
+    entry j in the low four bits of byte j, entry j + h in its high ones, h = (m + 1) // 2
+    bytes a row, an odd rank's last high nibble a zero entry."""
+    n, m = entries.shape
+    h = (m + 1) // 2
+    u = np.full((n, 2 * h), 8, np.int64)
+    u[:, :m] = entries.astype(np.int64) + 8
+    return (u[:, :h] | (u[:, h:] << 4)).astype(np.uint8)
+
+
+def _nibbles(rng: np.random.Generator, n: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random nibble code rows of rank ``m``: ``(packed, scales, entries)``."""
+    entries = rng.integers(-7, 8, (n, m)).astype(np.int8)
+    scales = (2.0 ** rng.integers(-3, 3, n)).astype(np.float32)  # exact products
+    return _packed(entries), scales, entries
+
+
 @SETTINGS
 @given(
     st.integers(0, 60),
@@ -91,14 +109,14 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(
     rng = np.random.default_rng(seed)
     lens = rng.integers(0, 12, n_lists)  # empty lists included
     starts = np.cumsum(lens) - lens
-    codes, scales = _codes(rng, int(lens.sum()) + 3, m)
+    codes, scales, entries = _nibbles(rng, int(lens.sum()) + 3, m)
     chosen = rng.permutation(n_lists)[: rng.integers(0, n_lists + 1)]
     base = rng.integers(-50, 50, chosen.shape[0]).astype(np.float32)
     qp = rng.integers(-2, 3, m).astype(np.float32)
     got, got_approx = kernels.listed_code_top(codes, scales, starts, lens, chosen, base, qp, keep)
     rows = ranges(starts[chosen], lens[chosen])
     q16, unit = _int16_query(qp)
-    products = (codes[rows].astype(np.int64) @ q16).astype(np.float32)
+    products = (entries[rows].astype(np.int64) @ q16).astype(np.float32)
     approx = np.repeat(base, lens[chosen]) + products * (scales[rows] * np.float32(unit))
     best = _ref_top(approx, keep)
     np.testing.assert_array_equal(got, rows[best])
@@ -115,45 +133,49 @@ def test_the_scan_rounds_the_query_to_int16_steps_without_int32_overflow(seed: i
     np.testing.assert_array_equal(q16, want_q16)
     assert unit == np.float32(want_unit)
     assert np.all(np.abs(q16.astype(np.float64) * unit - qp) <= 0.5 * unit * (1 + 1e-6))
-    # The worst row of int8 codes cannot wrap the int32 sum.
+    # The worst row of codes of size 128 or less cannot wrap the int32 sum.
     assert 128 * int(np.abs(q16.astype(np.int64)).sum()) < 2**31
     # A scan with the worst codes for this query agrees with the float product.
-    worst = np.where(q16 < 0, -128, 127).astype(np.int8)[None, :]
+    worst = np.where(q16 < 0, -7, 7).astype(np.int8)[None, :]
     got, approx = kernels.listed_code_top(
-        worst, np.ones(1, np.float32), np.zeros(1, np.int64), np.ones(1, np.int64),
+        _packed(worst), np.ones(1, np.float32), np.zeros(1, np.int64), np.ones(1, np.int64),
         np.zeros(1, np.int64), np.zeros(1, np.float32), qp, 1,
     )  # fmt: skip
     exact = float(worst[0].astype(np.float64) @ qp.astype(np.float64))
     assert got.tolist() == [0]
-    assert abs(float(approx[0]) - exact) <= 1e-3 * abs(exact) + 128 * m * unit
+    assert abs(float(approx[0]) - exact) <= 1e-3 * abs(exact) + 8 * m * unit
 
 
 @SETTINGS
 @given(st.integers(0, 2**31), st.integers(1, 40))
-def test_the_code_row_product_sign_extends_both_sides_like_numpy(seed: int, n: int) -> None:
+def test_the_nibble_row_product_reads_both_halves_of_each_byte_like_numpy(
+    seed: int, n: int
+) -> None:
     from numba import njit
 
-    from magnetic_core._search.pointers import CODE_DOT_WIDTH, code_dot
+    from magnetic_core._search.pointers import CODE_DOT_WIDTH, nibble_dot
 
     @njit
     def every_row(codes: np.ndarray, q16: np.ndarray) -> np.ndarray:
         out = np.empty(codes.shape[0], np.int32)
         for r in range(codes.shape[0]):
-            out[r] = code_dot(codes, r, q16)
+            out[r] = nibble_dot(codes, r, q16)
         return out
 
     rng = np.random.default_rng(seed)
-    codes = rng.integers(-128, 128, (n, CODE_DOT_WIDTH)).astype(np.int8)
-    codes[0] = -128  # the extremes of both types, where a zero extension would show
-    q16 = rng.integers(-(2**15), 2**15 // 16, CODE_DOT_WIDTH).astype(np.int16)
+    half = CODE_DOT_WIDTH // 2
+    codes = rng.integers(0, 256, (n, half)).astype(np.uint8)
+    codes[0] = 255  # the largest nibbles on both sides, where a sign extension would show
+    q16 = rng.integers(-(2**15), 2**15, CODE_DOT_WIDTH).astype(np.int16)
     q16[:4] = [-(2**15), 2**15 - 1, -1, 0]
-    want = codes.astype(np.int64) @ q16.astype(np.int64)
-    assert np.all(np.abs(want) < 2**31)  # 128 * 128 * 2**15 = 2**29 at most
+    low, high = (codes & 15).astype(np.int64), (codes >> 4).astype(np.int64)
+    want = low @ q16[:half].astype(np.int64) + high @ q16[half:].astype(np.int64)
+    assert np.all(np.abs(want) < 2**31)  # 15 * 128 * 2**15 < 2**26
     np.testing.assert_array_equal(every_row(codes, q16), want)
 
 
 def test_a_query_with_no_projection_scores_the_lists_by_their_means() -> None:
-    codes = np.ones((4, kernels.CODE_RANK), np.int8)
+    codes = _packed(np.ones((4, kernels.CODE_RANK), np.int8))
     lens, starts = np.array([2, 2]), np.array([0, 2])
     base = np.array([0.5, 0.25], np.float32)
     zero = np.zeros(kernels.CODE_RANK, np.float32)
@@ -457,7 +479,7 @@ def _arena(rng: np.random.Generator, n_blocks: int, d: int, r: int):
         row_in_block += list(range(size))
     n_rows = len(row_block)
     lens_a = np.array(lens, np.int64)
-    codes, scales = _codes(rng, n_rows, r)
+    codes, scales, entries = _nibbles(rng, n_rows, r)
     return {
         "blocks": blocks,
         "first": np.array(firsts, np.int64),
@@ -468,6 +490,7 @@ def _arena(rng: np.random.Generator, n_blocks: int, d: int, r: int):
         "start": np.cumsum(lens_a) - lens_a,
         "len": lens_a,
         "code": codes,
+        "entries": entries,
         "scale": scales,
         "row_block": np.array(row_block, np.int32),
         "row_in_block": np.array(row_in_block, np.int32),
@@ -489,7 +512,7 @@ def _ref_probe_top(a, slots, slot_block, q, basis, budget, keep, k):
     rows = ranges(a["start"][lists], a["len"][lists])
     approx = (
         np.repeat(base, a["len"][lists])
-        + (a["code"][rows].astype(np.float32) @ (q @ basis)) * a["scale"][rows]
+        + (a["entries"][rows].astype(np.float32) @ (q @ basis)) * a["scale"][rows]
     )
     picked = rows[_ref_top(approx, keep)]
     exact = np.array(

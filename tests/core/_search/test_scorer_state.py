@@ -23,7 +23,7 @@ def _group(rng, gid: str, n: int) -> Group:
 
 def _add(state: ScorerState, slot: int, group: Group, list_size: int = 4) -> None:
     lists = split_lists(group.view, list_size)
-    code = np.zeros((group.n, RANK), np.int8)
+    code = np.full((group.n, (RANK + 1) // 2), 0x88, np.uint8)  # nibble codes of zeros
     scale = np.ones(group.n, np.float32)
     state.append(slot, group, Coded(lists.means, lists.lengths, code, scale, lists.order))
 

@@ -300,6 +300,51 @@ def test_the_search_scorer_comes_back_with_the_snapshot(tmp_path, monkeypatch):
     assert again == first and not rebuilt
 
 
+def test_a_scorer_saved_with_eight_bit_codes_is_built_again(tmp_path, monkeypatch, caplog):
+    # A snapshot written before the codes took four bits (three meta entries, int8 codes a
+    # rank wide) is not read as nibble codes: the first search builds the scorer again
+    # and answers as the store did, without a warning.
+    import math
+
+    import numpy as np
+
+    from magnetic_core._search import scorer as scorer_module
+    from magnetic_core._search.search import EXACT_SHARE, PROBE_FLOOR
+
+    n = max(scorer_module.MIN_CELLS, math.ceil(PROBE_FLOOR / EXACT_SHARE)) + 200
+    texts = [f"note {i} about {WORDS[i % len(WORDS)]} number {i % 91}" for i in range(n)]
+
+    def big():
+        return MagneticMemory(path=tmp_path, embedder=HashingEmbedder(384))
+
+    export = scorer_module.Scorer.export_arrays
+
+    def as_before(self):  # what the snapshot held then
+        arrays = export(self)
+        rank = int(arrays["meta"][0])
+        eight_bit = np.ones((arrays["code"].shape[0], rank), np.int8)
+        return {**arrays, "meta": arrays["meta"][:3], "code": eight_bit}
+
+    monkeypatch.setattr(scorer_module.Scorer, "export_arrays", as_before)
+    with big() as mem:
+        mem.add(texts, ids=[f"n{i}" for i in range(n)])
+        first = [h.id for h in mem.search("note about rain", k=10)]
+    monkeypatch.setattr(scorer_module.Scorer, "export_arrays", export)
+    rebuilt = []
+    build = scorer_module.Scorer._rebuild
+
+    def counted(self, index):
+        rebuilt.append(index)
+        build(self, index)
+
+    monkeypatch.setattr(scorer_module.Scorer, "_rebuild", counted)
+    with caplog.at_level(logging.WARNING), big() as mem:
+        assert not scorer_module.Scorer.same_codes(mem._state.extra)
+        again = [h.id for h in mem.search("note about rain", k=10)]
+    assert rebuilt and again == first
+    assert "not usable" not in caplog.text
+
+
 def test_a_bulk_load_never_searched_still_saves_the_scorer(tmp_path, monkeypatch):
     # The scorer is built at close when no search built it, so the first query of the
     # next process does not pay for building it.
