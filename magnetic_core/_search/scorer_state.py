@@ -61,8 +61,9 @@ class ScorerState:
     Blocks: one per group version coded (its group, its block kept alive, its lists);
     lists: per sub-list mean (float, and its int8 code and scale, which searches read),
     1 / |mean|, first row and length; rows: per cell its nibble code (two entries a byte,
-    ``fit_kernels.encode``), scale, block and row in that block. ``slot_block[s]`` is the block describing the group
-    in slot ``s``; ``stale[s]`` says that group changed since (it is then scored exactly).
+    ``fit_kernels.encode``), scale, block and row in that block. ``slot_block[s]`` is the
+    block describing the group in slot ``s``; ``stale[s]`` says that group changed since
+    (it is then scored exactly).
     """
 
     def __init__(self, dim: int, rank: int) -> None:
