@@ -285,9 +285,7 @@ class Scorer:
         return {
             **tree,
             "basis": self._basis,
-            "meta": np.array(
-                [self.rank, self.list_size, self._fitted_n, CODE_BITS], np.int64
-            ),
+            "meta": np.array([self.rank, self.list_size, self._fitted_n, CODE_BITS], np.int64),
             "energy": np.array([self.energy]),
             "gids": np.array([groups[h].gid for h in blocks.tolist()], dtype=np.str_),
             "group_lists": (end - first).astype(np.int64),
