@@ -23,10 +23,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from magnetic_core._search.pointers import f32_ptr, i64_ptr
+from magnetic_core._search.pointers import f32_ptr, i64_ptr, prefetch_row
 from magnetic_core._search.select_kernel import _cut
 
 __all__ = ["bm25_pool", "bm25_scores"]
+
+# Postings whose scratch entry is asked for ahead of the one added: the entries are scattered
+# over the row, which a probe has just pushed out of cache. An 8-word query's pass at 100K
+# cells, caches emptied first: 80 us with none, 66-72 us 16 ahead, 67-70 us 32, 78 us 64
+# or 8 (41-47 us against 46-49 us with the caches warm).
+_ACC_AHEAD = 16
 
 
 @njit(cache=True, nogil=True)
@@ -119,12 +125,18 @@ def _accumulate(
     per_len = np.float32(b) / np.float32(avgdl)
     touched = np.empty(min(counts.sum(), n_slots) + 1, np.int64)
     m = 0
+    acc_at = acc.ctypes.data
     for t in range(counts.shape[0]):
         w = weights[t]
         docs = i64_ptr(doc_at[t])  # type: ignore[call-arg,var-annotated]  # numba's typingctx
         tfs = f32_ptr(tf_at[t])  # type: ignore[call-arg,var-annotated]
         lens = f32_ptr(len_at[t])  # type: ignore[call-arg,var-annotated]
-        for i in range(counts[t]):
+        count = counts[t]
+        for i in range(min(_ACC_AHEAD, count)):
+            prefetch_row(acc_at + docs[i] * 4, 4)
+        for i in range(count):
+            if i + _ACC_AHEAD < count:
+                prefetch_row(acc_at + docs[i + _ACC_AHEAD] * 4, 4)
             d = docs[i]
             tf = tfs[i]
             before = acc[d]
