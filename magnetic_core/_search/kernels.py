@@ -7,7 +7,7 @@ compiled once and cached on disk (``cache=True``), so a fresh process loads them
 milliseconds instead of compiling them again; ``nogil`` lets searches in several threads
 run at once.
 
-Approximate kernels (int8 code scans) may reorder float additions (``reassoc``), which
+Approximate kernels (code scans) may reorder float additions (``reassoc``), which
 changes scores in the last bits only; the exact kernels accumulate in float64 (reordered
 too, so the sums vectorise), so ``hit.score`` is the cosine to float32 precision whatever
 the summation order. Top-k selection is in :mod:`magnetic_core._search.select_kernel`,

@@ -1,15 +1,15 @@
-"""The one approximate scorer of large stores: sub-lists, int8 residual codes, exact rerank.
+"""The one approximate scorer of large stores: sub-lists, residual codes, exact rerank.
 
 Groups are concepts, and a concept can be broad: at 100K Reuters passages a group holds
 about a hundred cells, and the nearest neighbours of a query are spread over many groups.
 The scorer splits each group into a few tight *sub-lists* (k-means inside the group, about
-``list_size`` cells each) and keeps, per cell, an int8 *code* of its residual (its vector
-minus its sub-list's mean) projected on the top ``rank`` principal directions of those
-residuals, with one scale per cell. A query ranks the probed groups' sub-lists by their
-mean, scores the cells of the best ones as ``q . mean + scale * code . (q P)`` in one
-compiled pass (:mod:`magnetic_core._search.kernels`), and scores the best ``keep`` of
-those exactly from the index's own blocks. The centroids get int8 codes too, so the
-centroid stage is one compiled scan of a quarter of the bytes.
+``list_size`` cells each) and keeps, per cell, a four-bit *code* of its residual (its
+vector minus its sub-list's mean) projected on the top ``rank`` principal directions of
+those residuals, with one scale per cell (``fit_kernels.encode``). A query ranks the
+probed groups' sub-lists by their mean, scores the cells of the best ones as ``q . mean +
+scale * code . (q P)`` in one compiled pass (:mod:`magnetic_core._search.kernels`), and
+scores the best ``keep`` of those exactly from the index's own blocks. The centroids get
+int8 codes, so the centroid stage is one compiled scan of a quarter of the bytes.
 
 Everything is kept per group version. After a write, the groups that changed are *stale*:
 the next searches score them exactly from their own blocks while re-splitting and re-coding

@@ -8,8 +8,8 @@
 2. Cell stage: the probed groups' cells. Small probes are scored exactly. In large stores,
    unfiltered probes go through the scorer (:mod:`magnetic_core._search.scorer`): the probed
    groups' tight sub-lists are ranked by their means, the cells of the best ones
-   (``min_cells`` in all) are scored by int8 residual code, and the best ``rerank`` exactly;
-   when the budget is a quarter of the store or more, every group is probed. The scorer is
+   (``min_cells`` in all) are scored by four-bit residual code, and the best ``rerank``
+   exactly; when the budget is a quarter of the store or more, every group is probed. The scorer is
    brought up to date with the groups a write changed before the query is scored.
 3. Entity stage: groups holding a rare query entity are probed too; cells holding a query
    entity get a boost.
