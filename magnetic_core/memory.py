@@ -333,6 +333,11 @@ class MagneticMemory(WritePath, SleepMode):
     arefresh = async_twin(WritePath.refresh)
 
 
+# The selection of a search with none of ids, expand, MMR or fetch_k, by k (k up to this).
+_PLAIN_SELECTIONS: dict[int, Selection] = {}
+_PLAIN_SELECTIONS_K = 1024
+
+
 def _selection(
     k: int,
     ids: Sequence[str] | None,
@@ -341,6 +346,13 @@ def _selection(
     fetch_k: Any,
 ) -> Selection:
     """The validated shape of a search's result (restriction, MMR, expansion)."""
+    plain_shape = ids is None and mmr_lambda is None and fetch_k is None
+    if plain_shape and type(expand) is int and expand == 0 and k <= _PLAIN_SELECTIONS_K:
+        # Most searches: their selection made once per k (about 3 us each time).
+        plain = _PLAIN_SELECTIONS.get(k)
+        if plain is None:
+            plain = _PLAIN_SELECTIONS.setdefault(k, Selection(fetch_k=4 * k))
+        return plain
     check_id_list(ids)
     check_int(expand, "expand")
     check_number(mmr_lambda, "mmr_lambda", low=0.0, high=1.0, optional=True)

@@ -95,3 +95,20 @@ def test_restriction_mmr_and_expansion_combine_in_one_call(store):
     heads = [h for h in hits if h.expanded_from is None]
     assert len(heads) == 3 and {h.id for h in heads} <= set(store.exact(q, 10, among))
     assert len({h.id for h in hits}) == len(hits)
+
+
+def test_a_plain_search_has_the_selection_its_arguments_validate_to(store):
+    # The facade keeps one selection per k for searches without ids, expand, MMR or
+    # fetch_k: it must be the one validating those arguments gives, for each k, and
+    # arguments of the wrong type must still be refused.
+    from magnetic_core.errors import InvalidInputError
+    from magnetic_core.memory import _selection
+
+    for k in (1, 5, 40, 5):
+        assert _selection(k, None, 0, None, None) == Selection(fetch_k=4 * k)
+    q = unit(np.random.default_rng(3))
+    assert len(store.mem.search(vector=q, k=3, **OFF)) == 3
+    assert len(store.mem.search(vector=q, k=7, **OFF)) == 7
+    for bad in (False, 0.0, -1):
+        with pytest.raises(InvalidInputError, match="expand"):
+            store.mem.search(vector=q, k=3, expand=bad, **OFF)
