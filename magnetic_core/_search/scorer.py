@@ -394,9 +394,10 @@ class Scorer:
     ) -> tuple[list[str], list[Group], list[float], int] | None:
         """A plain vector query's centroid stage and :meth:`probe` in one compiled call
         (``kernels.plain_top``; ``sizes``: each slot's cells): ``(ids, their groups, exact
-        cosines, groups probed)``, best first, as the two steps give them. None when the
-        call leaves the query to them: a probed group changed since it was coded (those are
-        scored exactly), or the probed groups hold at most ``least_cells`` cells."""
+        cosines, groups probed)``, best first, as the two steps give them (probed groups
+        holding at most ``least_cells`` cells are scored exactly, as the stages would).
+        None when the call leaves the query to them: a probed group changed since it was
+        coded (those are scored exactly)."""
         assert self._basis is not None
         st = self._state
         tree = self._tree()

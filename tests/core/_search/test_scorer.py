@@ -361,16 +361,27 @@ def test_a_plain_vector_query_in_one_call_finds_what_the_stages_find(data, monke
 
     monkeypatch.setattr(Scorer, "plain", counted)
 
-    def both(index: HierIndex, q: np.ndarray, k: int) -> None:
-        plan = replace(coded_plan(q, k=k), routes=False)
+    def both(index: HierIndex, q: np.ndarray, k: int, ties: bool = False, **changes: int) -> None:
+        plan = replace(coded_plan(q, k=k), routes=False, **changes)
         scorer = _scorer(index)
         fused = run_search(index, Catalog(), plan, scorer)
         with monkeypatch.context() as m:
             m.setattr(search, "_plain", lambda catalog, plan: False)
             apart = run_search(index, Catalog(), plan, scorer)
-        assert [(c.id, c.score, c.group, c.probed_groups) for c in fused] == [
-            (c.id, c.score, c.group, c.probed_groups) for c in apart
-        ]
+        if ties:
+            # The stages order equal scores as numpy's argpartition leaves them: the same
+            # scores in the same order, and the same cells at each score above the last.
+            assert [(c.score, c.probed_groups) for c in fused] == [
+                (c.score, c.probed_groups) for c in apart
+            ]
+            last = fused[-1].score
+            assert {(c.id, c.group.gid) for c in fused if c.score > last} == {
+                (c.id, c.group.gid) for c in apart if c.score > last
+            }
+        else:
+            assert [(c.id, c.score, c.group, c.probed_groups) for c in fused] == [
+                (c.id, c.score, c.group, c.probed_groups) for c in apart
+            ]
         assert all(c.group is index.loc[c.id] for c in fused)
         assert len(fused) == k
 
@@ -378,10 +389,21 @@ def test_a_plain_vector_query_in_one_call_finds_what_the_stages_find(data, monke
     for q in queries[:8]:
         both(index, q, 10)
     assert calls and all(calls)  # every query was answered in one call
-    # A probe of few cells for its k is scored exactly, the stages' way.
+    # A probe of few cells for its k is scored exactly in the same call, as the stages
+    # score it (the same scores, ties in the same order): too few cells for its k, and an
+    # explicit n_probe with no cell budget.
     calls.clear()
     both(index, queries[8], 60)
-    assert calls == [False]
+    both(index, queries[9], 10, n_probe=2, min_cells=0)
+    both(index, queries[10], 10, n_probe=1, min_cells=0)
+    assert calls == [True, True, True]
+    # Every vector twice: ties everywhere.
+    twice = HierIndex(base.shape[1], 256)
+    twice.assign([f"d{i}" for i in range(6000)], np.concatenate([base[:3000], base[:3000]]), 0.6)
+    calls.clear()
+    for q in queries[:4]:
+        both(twice, q, 10, ties=True, n_probe=2, min_cells=0)
+    assert calls == [True] * 4
     calls.clear()
     # New cells change groups: a query probing one goes the stages' way until it is coded.
     index.assign([f"c{i}" for i in range(5000, 5400)], base[5000:5400], 0.6)
