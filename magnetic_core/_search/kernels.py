@@ -29,9 +29,11 @@ from numba import njit
 from magnetic_core._search.pointers import (
     CODE_DOT_WIDTH,
     EXACT_FAST,
+    NIBBLE_BATCH,
     code_dot_f32,
     dot_at,
     nibble_dot,
+    nibble_rows,
     prefetch_row,
     widened,
 )
@@ -189,19 +191,31 @@ def listed_code_top(
             address, half, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
         )
     fixed = 2 * half == CODE_RANK
+    batch = NIBBLE_BATCH if fixed else total + 1  # (other ranks: no batches)
     for t in range(n_lists):
         j = lists[t]
         b = base[t]
-        start = list_start[j]
-        for r in range(start, start + list_len[j]):
+        r = list_start[j]
+        end = r + list_len[j]
+        # The default rank scores a list's rows 16 at a time (pointers.nibble_rows), the
+        # rest one by one as a product of whole vectors (pointers.nibble_dot).
+        while r + batch <= end:
+            for _ in range(batch):
+                ahead_list, ahead_row, ahead_end = _ask_row(
+                    address, half, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
+                )
+            nibble_rows(codes, scales, r, q16, offset, unit, b, rows, approx, at)  # type: ignore[call-arg]
+            r += batch
+            at += batch
+        while r < end:
             ahead_list, ahead_row, ahead_end = _ask_row(
                 address, half, list_start, list_len, lists, ahead_list, ahead_row, ahead_end
             )
-            # The default rank takes a product of whole vectors (pointers.nibble_dot).
             acc = nibble_dot(codes, r, q16) if fixed else _nibbles_any(codes, r, q16)  # type: ignore[call-arg]
             rows[at] = r
             approx[at] = b + np.float32(np.int64(acc) - offset) * (scales[r] * unit)
             at += 1
+            r += 1
     best = top_k(approx, keep)
     return rows[best], approx[best]
 

@@ -22,6 +22,7 @@ __all__ = [
     "f32_ptr",
     "i64_ptr",
     "nibble_dot",
+    "nibble_rows",
     "prefetch_row",
     "widened",
 ]
@@ -143,6 +144,141 @@ def nibble_dot(typingctx, codes, r, q16):  # type: ignore[no-untyped-def]
             builder.module, fnty, f"llvm.vector.reduce.add.v{n}i32"
         )
         return builder.call(reduce, [products])
+
+    return sig, codegen
+
+
+# Consecutive nibble code rows :func:`nibble_rows` scores in one call.
+NIBBLE_BATCH = 16
+
+
+def _array_at(context, builder, array_type, array, index):  # type: ignore[no-untyped-def]
+    """IR pointer to ``array[index...]`` (``index``: intp values)."""
+    made = context.make_array(array_type)(context, builder, array)
+    return cgutils.get_item_pointer(context, builder, array_type, made, index)
+
+
+def _lanes(builder, a, b, picks):  # type: ignore[no-untyped-def]
+    """The lanes ``picks`` of ``a`` followed by ``b`` (one shuffle)."""
+    indices = ir.Constant(ir.VectorType(ir.IntType(32), len(picks)), list(picks))
+    return builder.shuffle_vector(a, b, indices)
+
+
+def _splat(builder, value, n):  # type: ignore[no-untyped-def]
+    """A vector of ``n`` copies of ``value``."""
+    vector = ir.VectorType(value.type, n)
+    one = builder.insert_element(ir.Constant(vector, ir.Undefined), value, ir.IntType(32)(0))
+    return _lanes(builder, one, one, [0] * n)
+
+
+def _is_c_array(array: types.Type, dtype: types.Type, ndim: int) -> bool:
+    return (
+        isinstance(array, types.Array)
+        and array.dtype == dtype
+        and array.ndim == ndim
+        and array.layout == "C"
+    )
+
+
+@intrinsic
+def nibble_rows(typingctx, codes, scales, r, q16, offset, unit, base, rows, approx, at):  # type: ignore[no-untyped-def]
+    """Score the ``NIBBLE_BATCH`` consecutive nibble code rows from ``r``, as a scan does
+    one by one: ``approx[at + i] = base + float32(nibble_dot(codes, r + i, q16) - offset)
+    * (scales[r + i] * unit)`` and ``rows[at + i] = r + i``.
+
+    The same integer products as :func:`nibble_dot`, but each row's products are only
+    folded to 16 lanes, and the 16 rows' lanes are then summed across in four rounds of
+    shuffles (a transpose), where one row at a time ends in a reduction of its own (five
+    shuffles and adds for one number). The scale and offset are applied to the 16 sums
+    as one vector. The caller checks that rows ``r`` to ``r + 15`` exist (with their
+    scales) and that ``rows`` and ``approx`` have room from ``at``; ``codes`` rows hold
+    ``CODE_DOT_WIDTH // 2`` bytes.
+    """
+    n = NIBBLE_BATCH
+    if not (
+        _row_and_query(codes, r, q16, types.int16)
+        and codes.dtype == types.uint8
+        and _is_c_array(scales, types.float32, 1)
+        and _is_c_array(rows, types.int64, 1)
+        and _is_c_array(approx, types.float32, 1)
+        and isinstance(offset, types.Integer)
+        and isinstance(unit, types.Float)
+        and isinstance(base, types.Float)
+        and isinstance(at, types.Integer)
+    ):
+        return None
+    sig = types.void(codes, scales, r, q16, offset, unit, base, rows, approx, at)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        codes_t, scales_t, r_t, q_t, offset_t, unit_t, base_t, rows_t, approx_t, at_t = (
+            signature.args
+        )
+        codes_a, scales_a, r_v, q_a, offset_v, unit_v, base_v, rows_a, approx_a, at_v = args
+        i8, i16, i32, i64 = (ir.IntType(b) for b in (8, 16, 32, 64))
+        width, half = CODE_DOT_WIDTH, CODE_DOT_WIDTH // 2
+        zero = context.get_constant(types.intp, 0)
+        first = context.cast(builder, r_v, r_t, types.intp)
+        out_at = context.cast(builder, at_v, at_t, types.intp)
+        row0 = _array_at(context, builder, codes_t, codes_a, [first, zero])
+        q_ptr = _array_at(context, builder, q_t, q_a, [zero])
+        q_wide = ir.VectorType(i16, width).as_pointer()
+        q = builder.sext(
+            builder.load(builder.bitcast(q_ptr, q_wide), align=2), ir.VectorType(i32, width)
+        )
+        bytes_ = ir.VectorType(i8, half)
+        folded = []
+        for i in range(n):
+            at_row = builder.gep(row0, [ir.Constant(i64, i * half)])
+            row = builder.load(builder.bitcast(at_row, bytes_.as_pointer()), align=1)
+            low = builder.and_(row, ir.Constant(bytes_, [15] * half))
+            high = builder.lshr(row, ir.Constant(bytes_, [4] * half))
+            both = builder.zext(_lanes(builder, low, high, range(width)), ir.VectorType(i32, width))
+            products = builder.mul(both, q)
+            # Adjacent pairs (a multiply-add of int16 pairs), then four quarters: 16 lanes.
+            pairs = builder.add(
+                _lanes(builder, products, products, range(0, width, 2)),
+                _lanes(builder, products, products, range(1, width, 2)),
+            )
+            quarter = [_lanes(builder, pairs, pairs, range(j, j + n)) for j in range(0, half, n)]
+            folded.append(
+                builder.add(
+                    builder.add(quarter[0], quarter[1]), builder.add(quarter[2], quarter[3])
+                )
+            )
+        # Round by round, pairs of vectors keep their lower and upper halves of each run of
+        # lanes side by side and add them: 16 vectors of 16 lanes, then 8, 4, 2, 1, whose
+        # lane i is row i's sum.
+        run = n
+        while len(folded) > 1:
+            run //= 2
+            low_picks = [j for j in range(2 * n) if j % (2 * run) < run]
+            high_picks = [j for j in range(2 * n) if j % (2 * run) >= run]
+            folded = [
+                builder.add(_lanes(builder, a, b, low_picks), _lanes(builder, a, b, high_picks))
+                for a, b in zip(folded[0::2], folded[1::2], strict=True)
+            ]
+        floats = ir.VectorType(ir.FloatType(), n)
+        off = _splat(builder, context.cast(builder, offset_v, offset_t, types.int64), n)
+        sums = builder.sitofp(
+            builder.sub(builder.sext(folded[0], ir.VectorType(i64, n)), off), floats
+        )
+        scale_ptr = _array_at(context, builder, scales_t, scales_a, [first])
+        scale = builder.load(builder.bitcast(scale_ptr, floats.as_pointer()), align=4)
+        unit32 = _splat(builder, context.cast(builder, unit_v, unit_t, types.float32), n)
+        base32 = _splat(builder, context.cast(builder, base_v, base_t, types.float32), n)
+        fast = ("reassoc", "contract", "nsz", "arcp")  # as the scan's own (kernels._FAST)
+        step = builder.fmul(scale, unit32, flags=fast)
+        scores = builder.fadd(base32, builder.fmul(sums, step, flags=fast), flags=fast)
+        approx_ptr = _array_at(context, builder, approx_t, approx_a, [out_at])
+        builder.store(scores, builder.bitcast(approx_ptr, floats.as_pointer()), align=4)
+        numbers = builder.add(
+            _splat(builder, first, n), ir.Constant(ir.VectorType(i64, n), list(range(n)))
+        )
+        rows_ptr = _array_at(context, builder, rows_t, rows_a, [out_at])
+        builder.store(
+            numbers, builder.bitcast(rows_ptr, ir.VectorType(i64, n).as_pointer()), align=8
+        )
+        return context.get_dummy_value()
 
     return sig, codegen
 

@@ -107,7 +107,8 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(
     n_lists: int, seed: int, keep: int, m: int
 ) -> None:
     rng = np.random.default_rng(seed)
-    lens = rng.integers(0, 12, n_lists)  # empty lists included
+    # Empty lists included; lists of 16 rows or more are scored 16 rows at a time.
+    lens = rng.integers(0, 40, n_lists)
     starts = np.cumsum(lens) - lens
     codes, scales, entries = _nibbles(rng, int(lens.sum()) + 3, m)
     chosen = rng.permutation(n_lists)[: rng.integers(0, n_lists + 1)]
@@ -172,6 +173,45 @@ def test_the_nibble_row_product_reads_both_halves_of_each_byte_like_numpy(
     want = low @ q16[:half].astype(np.int64) + high @ q16[half:].astype(np.int64)
     assert np.all(np.abs(want) < 2**31)  # 15 * 128 * 2**15 < 2**26
     np.testing.assert_array_equal(every_row(codes, q16), want)
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(0, 5), st.integers(0, 3))
+def test_sixteen_nibble_rows_at_once_score_as_one_row_at_a_time(
+    seed: int, first: int, at: int
+) -> None:
+    from numba import njit
+
+    from magnetic_core._search.pointers import CODE_DOT_WIDTH, NIBBLE_BATCH, nibble_rows
+
+    @njit
+    def batch(codes, scales, r, q16, offset, unit, base, rows, approx, at):  # type: ignore[no-untyped-def]
+        nibble_rows(codes, scales, r, q16, offset, unit, base, rows, approx, at)
+
+    rng = np.random.default_rng(seed)
+    half = CODE_DOT_WIDTH // 2
+    codes = rng.integers(0, 256, (first + NIBBLE_BATCH + 2, half)).astype(np.uint8)
+    codes[first] = 255  # the largest nibbles, where a sign extension would show
+    codes[first + 1] = 0
+    scales = (2.0 ** rng.integers(-3, 3, codes.shape[0])).astype(np.float32)
+    q16 = rng.integers(-(2**15), 2**15, CODE_DOT_WIDTH).astype(np.int16)
+    q16[:4] = [-(2**15), 2**15 - 1, -1, 0]
+    offset = int(8 * q16.astype(np.int64).sum())
+    unit, base = np.float32(2.0**-12), np.float32(rng.integers(-50, 50))
+    rows = np.full(at + NIBBLE_BATCH + 2, -1, np.int64)
+    approx = np.full(rows.shape[0], np.nan, np.float32)
+    batch(codes, scales, first, q16, offset, unit, base, rows, approx, at)
+
+    mine = slice(first, first + NIBBLE_BATCH)
+    low, high = (codes[mine] & 15).astype(np.int64), (codes[mine] >> 4).astype(np.int64)
+    sums = low @ q16[:half].astype(np.int64) + high @ q16[half:].astype(np.int64) - offset
+    want = base + sums.astype(np.float32) * (scales[mine] * unit)
+    written = slice(at, at + NIBBLE_BATCH)
+    np.testing.assert_array_equal(rows[written], np.arange(first, first + NIBBLE_BATCH))
+    np.testing.assert_allclose(approx[written], want, rtol=1e-6)
+    # Nothing is written outside the batch's places.
+    assert (rows[:at] == -1).all() and (rows[at + NIBBLE_BATCH :] == -1).all()
+    assert np.isnan(approx[:at]).all() and np.isnan(approx[at + NIBBLE_BATCH :]).all()
 
 
 def test_a_query_with_no_projection_scores_the_lists_by_their_means() -> None:
