@@ -85,6 +85,35 @@ def test_code_scores_equal_the_dequantised_product(n: int, m: int, seed: int) ->
     np.testing.assert_array_equal(kernels.code_scores(codes, scales, q), ref)
 
 
+@SETTINGS
+@given(
+    st.integers(0, 50),
+    st.sampled_from([384, 768, 40]),  # 384, 768: 16 rows at a time in int16 steps
+    st.integers(0, 2**31),
+)
+def test_picked_code_rows_score_like_numpy_in_any_order(n: int, m: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    codes, scales = _codes(rng, 20, m)
+    codes[0] = 127  # the largest products, where an int32 sum could wrap
+    codes[1] = -127
+    picks = rng.integers(0, 20, n)  # scattered, repeated
+    picks[: min(n, 2)] = [0, 1][: min(n, 2)]
+    q = rng.standard_normal(m).astype(np.float32)
+    q[:2] = np.abs(q).max() * np.array([1.0, -1.0], np.float32)  # extreme steps
+    got = kernels.picked_scores(codes, scales, picks, q)
+    if m in (384, 768):  # the query in int16 steps, the rows' sums exact
+        q16, unit = _int16_query(q)
+        sums = codes[picks].astype(np.int64) @ q16
+        want = sums.astype(np.float32) * (scales[picks] * np.float32(unit))
+    else:
+        want = (codes[picks].astype(np.float32) @ q) * scales[picks]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * float(np.abs(want).max(initial=1)))
+    # The steps move a score by a small share of the codes' own rounding (half a step of
+    # 127 per entry).
+    exact = (codes[picks].astype(np.float64) @ q.astype(np.float64)) * scales[picks]
+    assert np.all(np.abs(got - exact) <= 1e-4 * np.abs(codes[picks]).sum(axis=1) * scales[picks])
+
+
 def _int16_query(qp: np.ndarray) -> tuple[np.ndarray, float]:
     """The scan's query, as documented: ``qp`` in int16 steps of a power of two, the
     largest entry at most 32,767 steps (fewer past rank 511, so int32 sums cannot wrap)."""
@@ -182,7 +211,7 @@ def test_sixteen_nibble_rows_at_once_score_as_one_row_at_a_time(
 ) -> None:
     from numba import njit
 
-    from magnetic_core._search.pointers import CODE_DOT_WIDTH, NIBBLE_BATCH, nibble_rows
+    from magnetic_core._search.pointers import CODE_DOT_WIDTH, ROW_BATCH, nibble_rows
 
     @njit
     def batch(codes, scales, r, q16, offset, unit, base, rows, approx, at):  # type: ignore[no-untyped-def]
@@ -190,7 +219,7 @@ def test_sixteen_nibble_rows_at_once_score_as_one_row_at_a_time(
 
     rng = np.random.default_rng(seed)
     half = CODE_DOT_WIDTH // 2
-    codes = rng.integers(0, 256, (first + NIBBLE_BATCH + 2, half)).astype(np.uint8)
+    codes = rng.integers(0, 256, (first + ROW_BATCH + 2, half)).astype(np.uint8)
     codes[first] = 255  # the largest nibbles, where a sign extension would show
     codes[first + 1] = 0
     scales = (2.0 ** rng.integers(-3, 3, codes.shape[0])).astype(np.float32)
@@ -198,20 +227,20 @@ def test_sixteen_nibble_rows_at_once_score_as_one_row_at_a_time(
     q16[:4] = [-(2**15), 2**15 - 1, -1, 0]
     offset = int(8 * q16.astype(np.int64).sum())
     unit, base = np.float32(2.0**-12), np.float32(rng.integers(-50, 50))
-    rows = np.full(at + NIBBLE_BATCH + 2, -1, np.int64)
+    rows = np.full(at + ROW_BATCH + 2, -1, np.int64)
     approx = np.full(rows.shape[0], np.nan, np.float32)
     batch(codes, scales, first, q16, offset, unit, base, rows, approx, at)
 
-    mine = slice(first, first + NIBBLE_BATCH)
+    mine = slice(first, first + ROW_BATCH)
     low, high = (codes[mine] & 15).astype(np.int64), (codes[mine] >> 4).astype(np.int64)
     sums = low @ q16[:half].astype(np.int64) + high @ q16[half:].astype(np.int64) - offset
     want = base + sums.astype(np.float32) * (scales[mine] * unit)
-    written = slice(at, at + NIBBLE_BATCH)
-    np.testing.assert_array_equal(rows[written], np.arange(first, first + NIBBLE_BATCH))
+    written = slice(at, at + ROW_BATCH)
+    np.testing.assert_array_equal(rows[written], np.arange(first, first + ROW_BATCH))
     np.testing.assert_allclose(approx[written], want, rtol=1e-6)
     # Nothing is written outside the batch's places.
-    assert (rows[:at] == -1).all() and (rows[at + NIBBLE_BATCH :] == -1).all()
-    assert np.isnan(approx[:at]).all() and np.isnan(approx[at + NIBBLE_BATCH :]).all()
+    assert (rows[:at] == -1).all() and (rows[at + ROW_BATCH :] == -1).all()
+    assert np.isnan(approx[:at]).all() and np.isnan(approx[at + ROW_BATCH :]).all()
 
 
 def test_a_query_with_no_projection_scores_the_lists_by_their_means() -> None:
