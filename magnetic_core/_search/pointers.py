@@ -17,7 +17,6 @@ from numba.extending import intrinsic
 __all__ = [
     "CODE_DOT_WIDTH",
     "EXACT_FAST",
-    "code_dot_f32",
     "code_rows",
     "dot_at",
     "f32_ptr",
@@ -82,8 +81,7 @@ CODE_DOT_WIDTH = 128
 
 def _row_and_query(codes: types.Type, r: types.Type, q: types.Type, q_dtype: types.Type) -> bool:
     """Whether ``(codes, r, q)`` are 2-D C-order code rows (int8, or uint8 nibble pairs),
-    an integer row and a 1-D ``q_dtype`` query: the arguments :func:`nibble_dot` and
-    :func:`code_dot_f32` take."""
+    an integer row and a 1-D ``q_dtype`` query: the arguments the code products take."""
     return (
         isinstance(codes, types.Array)
         and codes.dtype in (types.int8, types.uint8)
@@ -303,7 +301,7 @@ def code_rows(typingctx, codes, picks, t, q16, sums, width):  # type: ignore[no-
 
     Each row's products are folded to 16 lanes and the rows' lanes summed across
     (:func:`_fold_across`): integer multiply-adds of int16 pairs, where a float product of
-    each row (:func:`code_dot_f32`) converts every entry to float first. The caller
+    each row converts every entry to float first. The caller
     checks that ``picks`` and ``sums`` hold the 16 places from ``t``.
     """
     n = ROW_BATCH
@@ -357,37 +355,6 @@ def code_rows(typingctx, codes, picks, t, q16, sums, width):  # type: ignore[no-
         vector = ir.VectorType(i32, n).as_pointer()
         builder.store(_fold_across(builder, folded, n), builder.bitcast(out, vector), align=4)
         return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def code_dot_f32(typingctx, codes, r, q, width):  # type: ignore[no-untyped-def]
-    """``codes[r, :width] . q[:width]`` for int8 ``codes`` (C order) and a float32 ``q``,
-    summed in float32 in any order; ``width`` a constant the caller writes (a literal).
-
-    One product of whole vectors and LLVM's reduction, as :func:`nibble_dot`: a loop over
-    the entries was vectorised by the CPU's tuning, narrower on Intel Xeons (2,000 rows
-    of 384 in cache on one: 35.9 -> 27.8 us). The caller checks that both hold ``width``
-    entries.
-    """
-    if not _row_and_query(codes, r, q, types.float32) or codes.dtype != types.int8:
-        return None
-    if not isinstance(width, types.IntegerLiteral):
-        return None
-    n = width.literal_value
-    sig = types.float32(codes, r, q, width)
-
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        floats = ir.VectorType(ir.FloatType(), n)
-        row, qv = _load_row_and_query(context, builder, signature, args, n, n, ir.FloatType(), 4)
-        fast = ("reassoc", "contract", "nsz")
-        products = builder.fmul(builder.sitofp(row, floats), qv, flags=fast)
-        fnty = ir.FunctionType(ir.FloatType(), [ir.FloatType(), floats])
-        name = f"llvm.vector.reduce.fadd.v{n}f32"
-        reduce = cgutils.get_or_insert_function(builder.module, fnty, name)
-        start = ir.Constant(ir.FloatType(), 0.0)
-        return builder.call(reduce, [start, products], fastmath=fast)
 
     return sig, codegen
 
