@@ -300,9 +300,9 @@ def code_rows(typingctx, codes, picks, t, q16, sums, width):  # type: ignore[no-
     length and ``q16``'s (a multiple of 64).
 
     Each row's products are folded to 16 lanes and the rows' lanes summed across
-    (:func:`_fold_across`): integer multiply-adds of int16 pairs, where a float product of
-    each row converts every entry to float first. The caller
-    checks that ``picks`` and ``sums`` hold the 16 places from ``t``.
+    (:func:`_fold_across`): integer multiply-adds of int16 pairs rather than every entry
+    converted to float. The caller checks that ``picks`` and ``sums`` hold the 16 places
+    from ``t``.
     """
     n = ROW_BATCH
     if not (
