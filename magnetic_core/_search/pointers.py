@@ -171,6 +171,7 @@ def _splat(builder, value, n):  # type: ignore[no-untyped-def]
 
 
 def _is_c_array(array: types.Type, dtype: types.Type, ndim: int) -> bool:
+    """Whether ``array`` is the numba type of a C-order array of ``dtype`` and ``ndim``."""
     return (
         isinstance(array, types.Array)
         and array.dtype == dtype
