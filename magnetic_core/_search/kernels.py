@@ -185,6 +185,8 @@ def listed_code_top(
     integer products, which LLVM turns into multiply-add pairs (``vpmaddwd``, or
     ``vpdpwssd`` where the CPU has VNNI); the rounding moves a score by about 1e-4 of the
     code's own error. The nibbles' offset is taken away once per row (``8 * sum(q16)``).
+    At the default rank a sub-list's rows are scored 16 at a time
+    (:func:`~magnetic_core._search.pointers.nibble_rows`), the rest of it one by one.
 
     Returns ``(arena rows, their approximate scores)``, best first (ties: the earlier row
     in list order).
