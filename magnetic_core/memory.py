@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core._search.search import SearchPlan
+from magnetic_core._search.search import SearchPlan, plain_search
 from magnetic_core._search.selection import Selection, select_hits
-from magnetic_core._search.views import cell_view, group_info, stats_view
+from magnetic_core._search.views import cell_view, group_info, plain_hits, stats_view
 from magnetic_core._sleep.mode import SleepMode
 from magnetic_core._sleep.sleeper import Sleeper
 from magnetic_core._sleep.supersession import superseded_ids
@@ -147,6 +147,13 @@ class MagneticMemory(WritePath, SleepMode):
         # Long for its documented keyword arguments only; the body is three steps.
         self._check_open()
         check_k(k)
+        if vector is not None and query is None and _only_k(
+            filter, explain, ids, expand, mmr_lambda, fetch_k, n_probe, entity_boost,
+            lexical_weight, context_weight, session_weight, current_only,
+        ):  # fmt: skip
+            hits = self._vector_hits(self._query_vector(None, vector), k)
+            if hits is not None:
+                return hits
         check_int(n_probe, "n_probe", low=1, optional=True)
         selection = _selection(k, ids, expand, mmr_lambda, fetch_k)
         predicate = compile_filter(filter)  # every argument checked before anything embeds
@@ -175,6 +182,21 @@ class MagneticMemory(WritePath, SleepMode):
                 self._scorer,
                 self._group_label,
             )
+
+    def _vector_hits(self, q: np.ndarray, k: int) -> list[Hit] | None:
+        """The hits of a query vector and nothing else, when one compiled call finds them
+        (:func:`~magnetic_core._search.search.plain_search`); None leaves the query to the
+        staged search."""
+        plan = self._plan(
+            None, q, k, None, n_probe=None, entity_boost=None, lexical_weight=None,
+            context_weight=0.0, session_weight=0.0, routes=False,
+        )  # fmt: skip
+        with self._lock.read():
+            found = plain_search(self._index, self._catalog, plan, self._scorer)
+            if found is None:
+                return None
+            ids, groups, scores, _ = found
+            return plain_hits(self._catalog, ids, groups, scores, self._group_label)
 
     def _group_label(self, gid: str, version: int, member_ids: list[str]) -> str:
         """A group's label, for a hit whose label is read after its search returned."""
@@ -362,6 +384,40 @@ def _selection(
         expand=expand,
         mmr_lambda=None if mmr_lambda is None else float(mmr_lambda),
         fetch_k=4 * k if fetch_k is None else fetch_k,
+    )
+
+
+def _only_k(
+    filter: Any,
+    explain: Any,
+    ids: Any,
+    expand: Any,
+    mmr_lambda: Any,
+    fetch_k: Any,
+    n_probe: Any,
+    entity_boost: Any,
+    lexical_weight: Any,
+    context_weight: Any,
+    session_weight: Any,
+    current_only: Any,
+) -> bool:
+    """Whether a search's arguments besides its query, vector and ``k`` are all left at
+    their defaults (a value of another type, such as ``expand=0.0``, takes the general
+    path and its checks)."""
+    return (
+        filter is None
+        and explain is False
+        and ids is None
+        and type(expand) is int
+        and expand == 0
+        and mmr_lambda is None
+        and fetch_k is None
+        and n_probe is None
+        and entity_boost is None
+        and lexical_weight is None
+        and context_weight is None
+        and session_weight is None
+        and current_only is False
     )
 
 

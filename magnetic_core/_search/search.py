@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from magnetic_core._index.index import HierIndex
+from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._search.candidates import Candidate, by_cosine, candidates, plain_candidates
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
 from magnetic_core._search.fusion import boost_terms, rank, settle, settled_rank
@@ -44,7 +44,7 @@ from magnetic_core._store.catalog import Catalog
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.filters import Predicate
 
-__all__ = ["Candidate", "SearchPlan", "probe_budget", "run_search"]
+__all__ = ["Candidate", "SearchPlan", "plain_search", "probe_budget", "run_search"]
 
 
 @dataclass(frozen=True)
@@ -127,11 +127,8 @@ def run_search(
     budget, group_cells = _budgets(index, plan, usable)
     keep = max(plan.rerank, 4 * plan.k)
     if usable and scorer is not None and plan.n_probe < n_groups and _plain(catalog, plan):
-        # Nothing but the cosine ranks: the centroid stage and the probe in one call.
-        plain = scorer.plain(
-            q, group_sizes(index), plan.n_probe, group_cells, 16 * keep, budget, keep, plan.k
-        )
-        if plain is not None and len(plain[0]) >= plan.k:
+        plain = _one_call(index, plan, scorer, budget, group_cells, keep)
+        if plain is not None:
             return plain_candidates(*plain)
     if scorer is not None:
         probe = scorer.probe_slots(q, group_sizes(index), plan.n_probe, group_cells)
@@ -165,6 +162,44 @@ def run_search(
         pool = exact_pool(index, scorer, range(n_groups), q)
         picked = rank(index, pool, stages, catalog, plan)
     return candidates(index, plan, stages, picked, fallback)
+
+
+def plain_search(
+    index: HierIndex, catalog: Catalog, plan: SearchPlan, scorer: Scorer | None
+) -> tuple[list[str], list[Group], list[float], int] | None:
+    """:func:`run_search` of a query only the cosine ranks (no text, filter, exclusion,
+    thread lift or route), when one compiled call answers it: ``(ids, their groups, exact
+    cosines, groups probed)``, best first, the candidates :func:`run_search` would return.
+    None when the staged search must answer: a store scored exactly or without a usable
+    scorer, a probe of every group, a probed group changed since it was coded, or fewer
+    than ``k`` cells found.
+
+    A plain vector query is most of an agent's and a benchmark's searches; answered here,
+    it builds no candidates and its caller builds hits straight from the ids.
+    """
+    n_groups = len(index.slot_groups)
+    if n_groups <= plan.n_probe or plan.k <= 0 or not _plain(catalog, plan):
+        return None
+    scorer, usable = _ready(index, plan, scorer)
+    if not usable or scorer is None:
+        return None
+    budget, group_cells = _budgets(index, plan, usable)
+    return _one_call(index, plan, scorer, budget, group_cells, max(plan.rerank, 4 * plan.k))
+
+
+def _one_call(
+    index: HierIndex, plan: SearchPlan, scorer: Scorer, budget: int, group_cells: int, keep: int
+) -> tuple[list[str], list[Group], list[float], int] | None:
+    """Nothing but the cosine ranks: the centroid stage and the probe in one call
+    (:meth:`Scorer.plain`); None when it leaves the query to the stages or finds fewer
+    than ``k`` cells."""
+    plain = scorer.plain(
+        plan.vector, group_sizes(index), plan.n_probe, group_cells, 16 * keep, budget, keep,
+        plan.k,
+    )  # fmt: skip
+    if plain is None or len(plain[0]) < plan.k:
+        return None
+    return plain
 
 
 def _join_lexical(

@@ -16,7 +16,15 @@ from magnetic_core._store.catalog import Catalog
 from magnetic_core._store.record import CellRecord
 from magnetic_core.types import Cell, GroupInfo, Hit, MergePlan, Route, Stats, defer_label
 
-__all__ = ["cell_view", "group_info", "hit_view", "hit_views", "merge_plan", "stats_view"]
+__all__ = [
+    "cell_view",
+    "group_info",
+    "hit_view",
+    "hit_views",
+    "merge_plan",
+    "plain_hits",
+    "stats_view",
+]
 
 _new = object.__new__
 
@@ -76,16 +84,11 @@ def hit_views(
     explain: bool,
     label_of: Callable[[str, int, list[str]], str] | None = None,
 ) -> list[Hit]:
-    """:func:`hit_view` of each candidate, in order (one loop: every search builds its
-    ten hits here, and the per-hit calls cost more than the hits themselves)."""
-    records = catalog.records
-    hits = []
-    for cand in found:
-        group = cand.group
-        gid = group.gid
-        route = None
-        if explain:
-            route = Route(
+    """:func:`hit_view` of each candidate, in order."""
+    routes = None
+    if explain:
+        routes = [
+            Route(
                 stages=cand.stages,
                 centroid_similarity=cand.centroid_similarity,
                 boost=cand.boost,
@@ -94,14 +97,55 @@ def hit_views(
                 probed_groups=cand.probed_groups,
                 context=cand.context,
             )
+            for cand in found
+        ]
+    return _hits(
+        catalog,
+        [cand.id for cand in found],
+        [cand.group for cand in found],
+        [cand.score for cand in found],
+        [cand.rank_score for cand in found],
+        routes,
+        label_of,
+    )
+
+
+def plain_hits(
+    catalog: Catalog,
+    ids: list[str],
+    groups: list[Group],
+    scores: list[float],
+    label_of: Callable[[str, int, list[str]], str] | None = None,
+) -> list[Hit]:
+    """The hits of a query only the cosine ranks, in order, from the cells' ids, groups
+    and exact cosines (:func:`~magnetic_core._search.search.plain_search`): no candidates
+    in between, no routes."""
+    return _hits(catalog, ids, groups, scores, scores, None, label_of)
+
+
+def _hits(
+    catalog: Catalog,
+    ids: list[str],
+    groups: list[Group],
+    scores: list[float],
+    rank_scores: list[float],
+    routes: list[Route] | None,
+    label_of: Callable[[str, int, list[str]], str] | None,
+) -> list[Hit]:
+    """Public hits, built in one loop (every search builds its ten here, and per-hit calls
+    would cost more than the hits themselves). ``routes``: one per hit, or None."""
+    records = catalog.records.many(ids)
+    hits = []
+    for i, group in enumerate(groups):
+        gid = group.gid
         hit = _new(Hit)
         state = hit.__dict__
         state.update(
-            cell=_cell(cand.id, records[cand.id], gid),
-            score=cand.score,
-            rank_score=cand.rank_score,
+            cell=_cell(ids[i], records[i], gid),
+            score=scores[i],
+            rank_score=rank_scores[i],
             group_id=gid,
-            route=route,
+            route=None if routes is None else routes[i],
             expanded_from=None,
         )
         if label_of is not None:

@@ -112,3 +112,64 @@ def test_a_plain_search_has_the_selection_its_arguments_validate_to(store):
     for bad in (False, 0.0, -1):
         with pytest.raises(InvalidInputError, match="expand"):
             store.mem.search(vector=q, k=3, expand=bad, **OFF)
+
+
+def test_a_plain_vector_query_gets_the_hits_the_staged_search_gives(tmp_path, monkeypatch):
+    """A query vector with every other argument left alone is answered by one compiled
+    call and hits built straight from it (``plain_search``, ``plain_hits``): the same
+    cells, scores, groups, labels and metadata as the staged search, before and after a
+    write; with any other argument, the staged search answers."""
+    from magnetic_core import MagneticMemory, MemoryConfig
+    from magnetic_core import memory as memory_module
+    from magnetic_core.embeddings import VectorsOnly
+    from magnetic_core.eval import clustered_data
+
+    rng = np.random.default_rng(3)
+    dim, n = 32, 6000
+    vecs, _ = clustered_data(n, dim, 40, spread=0.8, decay=1.5, seed=3)
+    ids = [f"c{i}" for i in range(n)]
+    metas = [{"i": i, "tag": f"t{i % 7}"} for i in range(n)]
+    config = MemoryConfig(sketch_rank=8, max_group_size=128)
+    answered: list[bool] = []
+    one_call = memory_module.plain_search
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        found = one_call(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(memory_module, "plain_search", counted)
+    with MagneticMemory(path=str(tmp_path), embedder=VectorsOnly(dim), config=config) as mem:
+        mem.add([f"note {i}" for i in range(n)], ids=ids, metadatas=metas, vectors=vecs)
+        queries = [unit(rng, dim) for _ in range(12)]
+
+        def same(q: np.ndarray, k: int) -> None:
+            plain = mem.search(vector=q, k=k)
+            staged = mem.search(vector=q, k=k, explain=True)  # routes: the staged search
+            assert [(h.id, h.score, h.rank_score, h.group_id) for h in plain] == [
+                (h.id, h.score, h.rank_score, h.group_id) for h in staged
+            ]
+            assert [h.cell for h in plain] == [h.cell for h in staged]
+            assert [h.group_label for h in plain] == [h.group_label for h in staged]
+            assert all(h.route is None and h.expanded_from is None for h in plain)
+
+        for q in queries:
+            same(q, 10)
+        same(queries[0], 1)
+        assert answered and all(answered)
+        # Hits are copies: changing one's metadata changes nothing stored.
+        hit = mem.search(vector=queries[0], k=1)[0]
+        hit.metadata["i"] = -1
+        assert mem.get([hit.id])[0].metadata["i"] == int(hit.id[1:])
+        # A write to the groups a query probes is seen by the next search, either way.
+        near = mem.search(vector=queries[1], k=3)
+        mem.add(["new note"], ids=["new"], vectors=[mem.get_vectors([near[0].id])[0]])
+        assert "new" in [h.id for h in mem.search(vector=queries[1], k=3)]
+        same(queries[1], 10)
+        # Any other argument goes the staged way (its checks included).
+        answered.clear()
+        mem.search(vector=queries[2], k=5, filter={"tag": "t1"})
+        mem.search(vector=queries[2], k=5, expand=1)
+        assert answered == []
+        with pytest.raises(Exception, match="expand"):
+            mem.search(vector=queries[2], k=5, expand=0.0)
