@@ -52,7 +52,10 @@ class RWLock:
     """Writer-preferring readers-writer lock (a waiting writer blocks new readers)."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        # Readers take the condition's lock itself to count themselves in and out: its
+        # C-level ``with`` rather than the condition's Python one (every search does both).
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._readers = 0
         self._writer: int | None = None
         self._writers_waiting = 0
@@ -68,7 +71,7 @@ class RWLock:
         """Wait for shared access; False when this thread holds the write lock (no count)."""
         if self._writer == threading.get_ident():
             return False
-        with self._cond:
+        with self._mutex:
             # Writers queued behind an intent holder do not hold readers back.
             while (
                 self._writer is not None
@@ -80,7 +83,7 @@ class RWLock:
         return True
 
     def _release_read(self) -> None:
-        with self._cond:
+        with self._mutex:
             self._readers -= 1
             # Only a writer waits for the readers to leave.
             if not self._readers and self._writers_waiting:
