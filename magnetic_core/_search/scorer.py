@@ -125,6 +125,9 @@ class Scorer:
         self._state = ScorerState(0, rank)
         # Searches run concurrently under the store's read lock: one updates, others wait.
         self._lock = threading.Lock()
+        # What the last plain vector query found ready, for the next one on the same
+        # settled index (``search.plain_search``; any object, cleared when reconfigured).
+        self.settled: tuple[Any, Any] | None = None
 
     # -- keeping in step -----------------------------------------------------------------
     def configure(self, rank: int, list_size: int) -> None:
@@ -132,9 +135,15 @@ class Scorer:
         if (rank, list_size) != (self.rank, self.list_size):
             with self._lock:
                 self.rank, self.list_size = rank, list_size
+                self.settled = None
                 self._index, self._epoch, self._basis, self._fitted_n = None, -1, None, 0
                 self.energy = 0.0
                 self._state = ScorerState(0, rank)
+
+    def is_settled(self, index: HierIndex) -> bool:
+        """Whether the scorer describes ``index`` with every group coded: until the index
+        changes, :meth:`sync` has nothing to do."""
+        return self.current(index) and not np.count_nonzero(self._state.stale)
 
     def current(self, index: HierIndex) -> bool:
         """Whether the scorer describes ``index`` as it is now (after :meth:`sync`)."""
