@@ -78,6 +78,8 @@ class MagneticMemory(WritePath, SleepMode):
     ) -> None:
         self.config = config or MemoryConfig()
         self.embedder = embedder if embedder is not None else default_embedder()
+        # The plan of the last plain vector query: (config, k, plan), for the next one.
+        self._vector_plan: tuple[MemoryConfig, int, SearchPlan] | None = None
         self._sleeper = Sleeper(self)
         self._open_store(path, namespace, client)
 
@@ -187,10 +189,15 @@ class MagneticMemory(WritePath, SleepMode):
         """The hits of a query vector and nothing else, when one compiled call finds them
         (:func:`~magnetic_core._search.search.plain_search`); None leaves the query to the
         staged search."""
-        plan = self._plan(
-            None, q, k, None, n_probe=None, entity_boost=None, lexical_weight=None,
-            context_weight=0.0, session_weight=0.0, routes=False,
-        )  # fmt: skip
+        last = self._vector_plan
+        if last is not None and last[0] is self.config and last[1] == k:
+            plan = last[2].for_vector(q)
+        else:
+            plan = self._plan(
+                None, q, k, None, n_probe=None, entity_boost=None, lexical_weight=None,
+                context_weight=0.0, session_weight=0.0, routes=False,
+            )  # fmt: skip
+            self._vector_plan = (self.config, k, plan)
         with self._lock.read():
             found = plain_search(self._index, self._catalog, plan, self._scorer)
             if found is None:

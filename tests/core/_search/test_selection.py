@@ -119,6 +119,8 @@ def test_a_plain_vector_query_gets_the_hits_the_staged_search_gives(tmp_path, mo
     call and hits built straight from it (``plain_search``, ``plain_hits``): the same
     cells, scores, groups, labels and metadata as the staged search, before and after a
     write; with any other argument, the staged search answers."""
+    from dataclasses import replace
+
     from magnetic_core import MagneticMemory, MemoryConfig
     from magnetic_core import memory as memory_module
     from magnetic_core.embeddings import VectorsOnly
@@ -131,11 +133,13 @@ def test_a_plain_vector_query_gets_the_hits_the_staged_search_gives(tmp_path, mo
     metas = [{"i": i, "tag": f"t{i % 7}"} for i in range(n)]
     config = MemoryConfig(sketch_rank=8, max_group_size=128)
     answered: list[bool] = []
+    probes: list[int] = []
     one_call = memory_module.plain_search
 
     def counted(*args):  # type: ignore[no-untyped-def]
         found = one_call(*args)
         answered.append(found is not None)
+        probes.append(args[2].n_probe)
         return found
 
     monkeypatch.setattr(memory_module, "plain_search", counted)
@@ -166,6 +170,10 @@ def test_a_plain_vector_query_gets_the_hits_the_staged_search_gives(tmp_path, mo
         mem.add(["new note"], ids=["new"], vectors=[mem.get_vectors([near[0].id])[0]])
         assert "new" in [h.id for h in mem.search(vector=queries[1], k=3)]
         same(queries[1], 10)
+        # A new config is read by the next query.
+        mem.config = replace(mem.config, n_probe=3, probe_cells=0)
+        same(queries[3], 10)
+        assert probes[-1] == 3 and answered[-1]
         # Any other argument goes the staged way (its checks included).
         answered.clear()
         mem.search(vector=queries[2], k=5, filter={"tag": "t1"})
