@@ -42,9 +42,12 @@ by schemas 2 and 3 hold their text as the document, and it is read from there wh
 no such key."""
 
 
-@dataclass
+@dataclass(slots=True)
 class CellRecord:
-    """The non-vector state of one cell (mutable; turned into a frozen Cell on the way out)."""
+    """The non-vector state of one cell (mutable; turned into a frozen Cell on the way out).
+
+    Slotted: a store keeps one per cell (48 bytes less each than with a ``__dict__``), and
+    a search reads its hits' fields without going through one."""
 
     text: str
     metadata: dict[str, Any]
