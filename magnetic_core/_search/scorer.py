@@ -125,8 +125,8 @@ class Scorer:
         self._state = ScorerState(0, rank)
         # Searches run concurrently under the store's read lock: one updates, others wait.
         self._lock = threading.Lock()
-        # What the last plain vector query found ready, for the next one on the same
-        # settled index (``search.plain_search``; any object, cleared when reconfigured).
+        # What the last query found ready (its key, then the values), for the next one on
+        # the same settled index (``search._prepared``; cleared when reconfigured).
         self.settled: tuple[Any, Any] | None = None
 
     # -- keeping in step -----------------------------------------------------------------
