@@ -4,7 +4,8 @@ The facade validates and delegates. Its parts read as the pipeline:
 
 - this module: the read path (``search``, ``get``, the hierarchy's views); a search is one
   :class:`~magnetic_core._search.search.SearchPlan` run by
-  :func:`~magnetic_core._search.selection.select_hits`;
+  :func:`~magnetic_core._search.selection.select_hits` (a query vector and nothing else:
+  by :func:`~magnetic_core._search.search.plain_search` when it can);
 - :mod:`magnetic_core._store.writes`: the write path (``add``, ``delete``, links);
 - :mod:`magnetic_core._store.lifecycle`: opening, reloading and closing the store;
 - :mod:`magnetic_core._sleep.mode`: merges and sleep passes.
