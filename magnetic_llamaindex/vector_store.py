@@ -315,7 +315,8 @@ class MagneticVectorStore(BasePydanticVectorStore):
             ids=plan.node_ids,
             n_probe=plan.n_probe,
             mmr_lambda=plan.mmr_threshold if plan.mmr else None,
-            fetch_k=max(plan.fetch_k, 1),
+            # (only MMR reads it; left out, a plain query takes the engine's shortest path)
+            fetch_k=max(plan.fetch_k, 1) if plan.mmr else None,
         )
         return VectorStoreQueryResult(
             nodes=[cell_to_node(h.cell) for h in hits],

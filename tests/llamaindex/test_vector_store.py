@@ -324,3 +324,25 @@ def test_a_filter_operator_on_a_missing_key_behaves_like_none(store, three):
         filters=[MetadataFilter(key="absent", value=None, operator=FilterOperator.IS_EMPTY)]
     )
     assert [n.node_id for n in store.get_nodes(filters=missing)] == ["a", "b", "c"]
+
+
+def test_a_plain_query_reaches_the_engines_plain_vector_path(store, monkeypatch):
+    # The engine answers a query vector with every other argument at its default by one
+    # compiled call (``plain_search``): a plain VectorStoreQuery must arrive that way, an
+    # MMR query with its candidates' count.
+    from magnetic_core import memory as memory_module
+
+    asked: list[int] = []
+    one_call = memory_module.plain_search
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        asked.append(args[2].k)
+        return one_call(*args)
+
+    monkeypatch.setattr(memory_module, "plain_search", counted)
+    store.add([node("best", "one", vec(1, 0, 0)), node("other", "two", vec(0, 1, 0))])
+    assert store.query(q(vec(1), k=2)).ids == ["best", "other"]
+    assert asked == [2]
+    mmr = q(vec(1), k=1, mode=VectorStoreQueryMode.MMR, mmr_threshold=0.5)
+    assert store.query(mmr).ids == ["best"]
+    assert asked == [2]  # MMR goes the staged way
