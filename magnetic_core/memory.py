@@ -147,7 +147,8 @@ class MagneticMemory(WritePath, SleepMode):
         Returns:
             Hits, best first.
         """
-        # Long for its documented keyword arguments only; the body is three steps.
+        # Long for its documented keyword arguments only; the body is a plain vector query's
+        # own path, then three steps.
         self._check_open()
         check_k(k)
         if vector is not None and query is None and _only_k(
