@@ -278,10 +278,13 @@ class Scorer:
 
         Cells are named by id, so :meth:`from_arrays` can restore the state into an index
         loaded in another order. Groups changed since they were coded are left out (they
-        are coded again after the restore).
+        are coded again after the restore). A scorer that does not describe its index as
+        it is now exports nothing: its marks of the changed groups predate the changes
+        (a store that shrank below ``MIN_CELLS`` after the scorer was built is no longer
+        synced, and its groups' rows no longer match what was coded).
         """
         st, index = self._state, self._index
-        if self._basis is None or index is None:
+        if self._basis is None or index is None or not self.current(index):
             return {}
         slots = np.flatnonzero(~st.stale[: len(index.slot_groups)] & (st.slot_block >= 0))
         blocks = st.slot_block[slots]

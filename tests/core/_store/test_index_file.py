@@ -412,3 +412,35 @@ def test_a_snapshot_of_an_older_format_is_rebuilt_never_misread(store, caplog):
     assert any("format 2" in r.getMessage() for r in caplog.records)
     with np.load(file) as f:  # the close wrote the current format
         assert json.loads(bytes(f["meta"]).decode())["format"] == FORMAT
+
+
+def test_a_store_that_shrank_below_the_scorers_size_still_writes_its_snapshot(
+    tmp_path, caplog, monkeypatch
+):
+    # A search built the scorer; deleting most cells leaves a store too small to sync it
+    # (under MIN_CELLS, scored exactly), and its state no longer matches the groups. The
+    # snapshot at close must still be written (without the scorer), and the next open
+    # read from it.
+    import math
+
+    from magnetic_core._search import scorer as scorer_module
+    from magnetic_core._search.search import EXACT_SHARE, PROBE_FLOOR
+
+    n = max(scorer_module.MIN_CELLS, math.ceil(PROBE_FLOOR / EXACT_SHARE)) + 200
+    texts = [f"record {i} on {WORDS[i % len(WORDS)]} number {i % 97}" for i in range(n)]
+    ids = [f"r{i}" for i in range(n)]
+
+    def big():
+        return MagneticMemory(path=tmp_path, embedder=HashingEmbedder(384))
+
+    with caplog.at_level(logging.WARNING), big() as mem:
+        mem.add(texts, ids=ids)
+        mem.search("record on rain", k=10)
+        assert mem._scorer.export_arrays()  # built by that search
+        mem.delete(ids[: n - scorer_module.MIN_CELLS + 100])
+        kept = [(h.id, round(h.score, 5)) for h in mem.search("record on rain", k=10)]
+    assert "snapshot was not written" not in caplog.text
+    assert (tmp_path / DIRECTORY / "default.npz").is_file()
+    _no_cell_reads(monkeypatch)  # the next open reads the snapshot, not the cells
+    with big() as mem:
+        assert [(h.id, round(h.score, 5)) for h in mem.search("record on rain", k=10)] == kept
