@@ -145,35 +145,44 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(
     qp = rng.integers(-2, 3, m).astype(np.float32)
     got, got_approx = kernels.listed_code_top(codes, scales, starts, lens, chosen, base, qp, keep)
     rows = ranges(starts[chosen], lens[chosen])
-    q16, unit = _int16_query(qp)
-    products = (entries[rows].astype(np.int64) @ q16).astype(np.float32)
+    q8, unit = _int8_query(qp)
+    products = (entries[rows].astype(np.int64) @ q8).astype(np.float32)
     approx = np.repeat(base, lens[chosen]) + products * (scales[rows] * np.float32(unit))
     best = _ref_top(approx, keep)
     np.testing.assert_array_equal(got, rows[best])
     np.testing.assert_array_equal(got_approx, approx[best])
 
 
+def _int8_query(qp: np.ndarray) -> tuple[np.ndarray, float]:
+    """The code scan's query, as documented: ``qp`` in int8 steps of a power of two, its
+    largest entry 64 to 127 steps (rounded half to even, as numpy rounds)."""
+    big = float(np.abs(qp.astype(np.float64)).max(initial=0.0))
+    if big == 0.0:
+        return np.zeros(qp.shape[0], np.int64), 0.0
+    per = 2.0 ** math.floor(math.log2(127.0 / big))
+    return np.round(qp.astype(np.float64) * per).astype(np.int64), float(np.float32(1.0 / per))
+
+
 @SETTINGS
 @given(st.integers(0, 2**31), st.sampled_from([1, 8, kernels.CODE_RANK, 600]))
-def test_the_scan_rounds_the_query_to_int16_steps_without_int32_overflow(seed: int, m: int) -> None:
+def test_the_scan_rounds_the_query_to_int8_steps(seed: int, m: int) -> None:
     rng = np.random.default_rng(seed)
     qp = (rng.standard_normal(m) * 10.0 ** rng.integers(-6, 6)).astype(np.float32)
-    q16, unit = kernels._as_int16(qp)
-    want_q16, want_unit = _int16_query(qp)
-    np.testing.assert_array_equal(q16, want_q16)
+    q8, unit = kernels._as_int8(qp)
+    want_q8, want_unit = _int8_query(qp)
+    np.testing.assert_array_equal(q8, want_q8)
+    assert q8.dtype == np.int8 and 64 <= int(np.abs(q8.astype(np.int64)).max()) <= 127
     assert unit == np.float32(want_unit)
-    assert np.all(np.abs(q16.astype(np.float64) * unit - qp) <= 0.5 * unit * (1 + 1e-6))
-    # The worst row of codes of size 128 or less cannot wrap the int32 sum.
-    assert 128 * int(np.abs(q16.astype(np.int64)).sum()) < 2**31
-    # A scan with the worst codes for this query agrees with the float product.
-    worst = np.where(q16 < 0, -7, 7).astype(np.int8)[None, :]
+    assert np.all(np.abs(q8.astype(np.float64) * unit - qp) <= 0.5 * unit * (1 + 1e-6))
+    # A scan with the largest nibbles for this query agrees with the float product.
+    worst = np.where(q8 < 0, -8, 7).astype(np.int8)[None, :]
     got, approx = kernels.listed_code_top(
         _packed(worst), np.ones(1, np.float32), np.zeros(1, np.int64), np.ones(1, np.int64),
         np.zeros(1, np.int64), np.zeros(1, np.float32), qp, 1,
     )  # fmt: skip
     exact = float(worst[0].astype(np.float64) @ qp.astype(np.float64))
     assert got.tolist() == [0]
-    assert abs(float(approx[0]) - exact) <= 1e-3 * abs(exact) + 8 * m * unit
+    assert abs(float(approx[0]) - exact) <= 1e-5 * abs(exact) + 4 * m * unit
 
 
 @SETTINGS
@@ -183,25 +192,39 @@ def test_the_nibble_row_product_reads_both_halves_of_each_byte_like_numpy(
 ) -> None:
     from numba import njit
 
-    from magnetic_core._search.pointers import CODE_DOT_WIDTH, nibble_dot
+    from magnetic_core._search.pointers import nibble_dot
 
     @njit
-    def every_row(codes: np.ndarray, q16: np.ndarray) -> np.ndarray:
+    def every_row(codes: np.ndarray, q8: np.ndarray) -> np.ndarray:
         out = np.empty(codes.shape[0], np.int32)
         for r in range(codes.shape[0]):
-            out[r] = nibble_dot(codes, r, q16)
+            out[r] = nibble_dot(codes, r, q8)
         return out
 
     rng = np.random.default_rng(seed)
-    half = CODE_DOT_WIDTH // 2
-    codes = rng.integers(0, 256, (n, half)).astype(np.uint8)
-    codes[0] = 255  # the largest nibbles on both sides, where a sign extension would show
-    q16 = rng.integers(-(2**15), 2**15, CODE_DOT_WIDTH).astype(np.int16)
-    q16[:4] = [-(2**15), 2**15 - 1, -1, 0]
+    codes, q8 = _nibble_rows_and_query(rng, n)
+    np.testing.assert_array_equal(every_row(codes, q8), _nibble_products(codes, q8))
+
+
+def _nibble_rows_and_query(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` nibble code rows (the largest nibbles on both sides in the first, where a
+    sign extension would show; zeros in the second) and an int8 query with its extremes."""
+    from magnetic_core._search.pointers import CODE_DOT_WIDTH
+
+    codes = rng.integers(0, 256, (n, CODE_DOT_WIDTH // 2)).astype(np.uint8)
+    codes[0] = 255
+    if n > 1:
+        codes[1] = 0
+    q8 = rng.integers(-128, 128, CODE_DOT_WIDTH).astype(np.int8)
+    q8[:4] = [-128, 127, -1, 0]
+    return codes, q8
+
+
+def _nibble_products(codes: np.ndarray, q8: np.ndarray) -> np.ndarray:
+    """Each nibble code row times ``q8`` (low nibbles by its first half), in int64."""
+    half = codes.shape[1]
     low, high = (codes & 15).astype(np.int64), (codes >> 4).astype(np.int64)
-    want = low @ q16[:half].astype(np.int64) + high @ q16[half:].astype(np.int64)
-    assert np.all(np.abs(want) < 2**31)  # 15 * 128 * 2**15 < 2**26
-    np.testing.assert_array_equal(every_row(codes, q16), want)
+    return low @ q8[:half].astype(np.int64) + high @ q8[half:].astype(np.int64)
 
 
 @SETTINGS
@@ -211,29 +234,24 @@ def test_sixteen_nibble_rows_at_once_score_as_one_row_at_a_time(
 ) -> None:
     from numba import njit
 
-    from magnetic_core._search.pointers import CODE_DOT_WIDTH, ROW_BATCH, nibble_rows
+    from magnetic_core._search.pointers import ROW_BATCH, nibble_rows
 
     @njit
-    def batch(codes, scales, r, q16, offset, unit, base, rows, approx, at):  # type: ignore[no-untyped-def]
-        nibble_rows(codes, scales, r, q16, offset, unit, base, rows, approx, at)
+    def batch(codes, scales, r, q8, offset, unit, base, rows, approx, at):  # type: ignore[no-untyped-def]
+        nibble_rows(codes, scales, r, q8, offset, unit, base, rows, approx, at)
 
     rng = np.random.default_rng(seed)
-    half = CODE_DOT_WIDTH // 2
-    codes = rng.integers(0, 256, (first + ROW_BATCH + 2, half)).astype(np.uint8)
-    codes[first] = 255  # the largest nibbles, where a sign extension would show
-    codes[first + 1] = 0
+    codes, q8 = _nibble_rows_and_query(rng, first + ROW_BATCH + 2)
+    codes[[0, 1, first, first + 1]] = codes[[first, first + 1, 0, 1]]  # the extremes in the batch
     scales = (2.0 ** rng.integers(-3, 3, codes.shape[0])).astype(np.float32)
-    q16 = rng.integers(-(2**15), 2**15, CODE_DOT_WIDTH).astype(np.int16)
-    q16[:4] = [-(2**15), 2**15 - 1, -1, 0]
-    offset = int(8 * q16.astype(np.int64).sum())
+    offset = int(8 * q8.astype(np.int64).sum())
     unit, base = np.float32(2.0**-12), np.float32(rng.integers(-50, 50))
     rows = np.full(at + ROW_BATCH + 2, -1, np.int64)
     approx = np.full(rows.shape[0], np.nan, np.float32)
-    batch(codes, scales, first, q16, offset, unit, base, rows, approx, at)
+    batch(codes, scales, first, q8, offset, unit, base, rows, approx, at)
 
     mine = slice(first, first + ROW_BATCH)
-    low, high = (codes[mine] & 15).astype(np.int64), (codes[mine] >> 4).astype(np.int64)
-    sums = low @ q16[:half].astype(np.int64) + high @ q16[half:].astype(np.int64) - offset
+    sums = _nibble_products(codes[mine], q8) - offset
     want = base + sums.astype(np.float32) * (scales[mine] * unit)
     written = slice(at, at + ROW_BATCH)
     np.testing.assert_array_equal(rows[written], np.arange(first, first + ROW_BATCH))
@@ -967,3 +985,79 @@ def test_code_rows_of_another_width_than_the_query_are_refused() -> None:
     np.testing.assert_allclose(  # the same rows at the query's width are scored
         kernels.code_scores(wide, scales, q), wide.astype(np.float32) @ q, rtol=1e-5
     )
+
+
+_WITHOUT_VNNI = """
+import sys
+import numpy as np
+from numba import njit
+from magnetic_core._search.pointers import ROW_BATCH, nibble_dot, nibble_rows
+
+@njit
+def scan(codes, scales, q8, offset, unit, base):
+    n = codes.shape[0]
+    rows = np.empty(n, np.int64)
+    approx = np.empty(n, np.float32)
+    one = np.empty(n, np.int32)
+    for r in range(0, n - ROW_BATCH + 1, ROW_BATCH):
+        nibble_rows(codes, scales, r, q8, offset, unit, base, rows, approx, r)
+    for r in range(n):
+        one[r] = nibble_dot(codes, r, q8)
+    return approx, one
+
+args = np.load(sys.argv[1])
+approx, one = scan(
+    args["codes"], args["scales"], args["q8"], int(args["offset"]), np.float32(args["unit"]),
+    np.float32(args["base"]),
+)
+asm = "".join(scan.inspect_asm().values())
+np.savez(sys.argv[2], approx=approx, one=one, vnni=np.array("vpdpbusd" in asm))
+"""
+
+
+def _scan_in_a_process(tmp_path, name: str, features: str | None) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+    """Run the nibble kernels over fixed rows in a fresh process compiling for
+    ``features`` (``NUMBA_CPU_FEATURES``; None: the host's), with its own kernel cache."""
+    import os
+    import subprocess
+    import sys
+
+    from magnetic_core._search.pointers import ROW_BATCH
+
+    rng = np.random.default_rng(7)
+    codes, q8 = _nibble_rows_and_query(rng, 3 * ROW_BATCH)
+    args = tmp_path / "args.npz"
+    np.savez(
+        args, codes=codes, scales=(2.0 ** rng.integers(-3, 3, codes.shape[0])).astype(np.float32),
+        q8=q8, offset=8 * int(q8.astype(np.int64).sum()), unit=2.0**-12, base=0.25,
+    )  # fmt: skip
+    out = tmp_path / f"{name}.npz"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"cache-{name}"))
+    if features is not None:
+        env["NUMBA_CPU_FEATURES"] = features
+    subprocess.run(
+        [sys.executable, "-c", _WITHOUT_VNNI, str(args), str(out)], env=env, check=True,
+        timeout=300,
+    )  # fmt: skip
+    return dict(np.load(out)) | {"codes": codes, "q8": q8}
+
+
+def test_the_nibble_scan_gives_the_same_scores_with_and_without_vnni(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The host's own compile takes vpdpbusd where the CPU has AVX-512 VNNI; a compile for
+    # the same CPU without VNNI (neither AVX-512's nor AVX's, which LLVM also finds from a
+    # plain product) takes 16-bit multiply-add pairs: the same integer sums.
+    from llvmlite import binding
+
+    host = binding.get_host_cpu_features()
+    has_vnni = bool(host.get("avx512vnni")) and bool(host.get("avx512bw"))
+    without = ",".join(
+        "-" + f[1:] if f in ("+avx512vnni", "+avxvnni") else f for f in host.flatten().split(",")
+    )
+    native = _scan_in_a_process(tmp_path, "native", None)
+    plain = _scan_in_a_process(tmp_path, "plain", without)
+    assert bool(native["vnni"]) == has_vnni
+    assert not bool(plain["vnni"])
+    want = _nibble_products(native["codes"], native["q8"])
+    np.testing.assert_array_equal(native["one"], want)
+    np.testing.assert_array_equal(plain["one"], want)
+    np.testing.assert_array_equal(native["approx"], plain["approx"])
