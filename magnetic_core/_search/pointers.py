@@ -21,6 +21,7 @@ __all__ = [
     "dot_at",
     "f32_ptr",
     "i64_ptr",
+    "kept_reaching",
     "nibble_dot",
     "nibble_rows",
     "prefetch_row",
@@ -390,6 +391,59 @@ def code_rows(typingctx, codes, picks, t, q16, sums, width):  # type: ignore[no-
         vector = ir.VectorType(i32, n).as_pointer()
         builder.store(_fold_across(builder, folded, n), builder.bitcast(out, vector), align=4)
         return context.get_dummy_value()
+
+    return sig, codegen
+
+
+# Entries :func:`kept_reaching` looks at in one call.
+KEPT_LANES = 16
+
+
+@intrinsic
+def kept_reaching(typingctx, values, i, bar, out, at):  # type: ignore[no-untyped-def]
+    """Write the positions of ``values[i : i + KEPT_LANES]`` (float32 or float64, C order)
+    that are at least ``bar`` (a NaN never is) to ``out[at:]`` (int64), in order, and return ``at``
+    plus their count: one comparison of the 16 entries and one compressing store
+    (``vpcompressq`` with AVX-512; LLVM writes the entries one by one elsewhere). The
+    caller checks that the 16 entries exist and that ``out`` has room for 16 from ``at``.
+    """
+    n = KEPT_LANES
+    if not (
+        (_is_c_array(values, types.float32, 1) or _is_c_array(values, types.float64, 1))
+        and isinstance(i, types.Integer)
+        and isinstance(bar, types.Float)
+        and _is_c_array(out, types.int64, 1)
+        and isinstance(at, types.Integer)
+    ):
+        return None
+    sig = types.int64(values, i, bar, out, at)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        values_t, i_t, bar_t, out_t, at_t = signature.args
+        values_a, i_v, bar_v, out_a, at_v = args
+        i64 = ir.IntType(64)
+        first = context.cast(builder, i_v, i_t, types.intp)
+        place = context.cast(builder, at_v, at_t, types.intp)
+        dtype = values_t.dtype
+        floats = ir.VectorType(context.get_value_type(dtype), n)
+        at_values = _array_at(context, builder, values_t, values_a, [first])
+        entries = builder.load(builder.bitcast(at_values, floats.as_pointer()), align=4)
+        bars = _splat(builder, context.cast(builder, bar_v, bar_t, dtype), n)
+        reaching = builder.fcmp_ordered(">=", entries, bars)
+        positions = builder.add(
+            _splat(builder, first, n), ir.Constant(ir.VectorType(i64, n), list(range(n)))
+        )
+        at_out = _array_at(context, builder, out_t, out_a, [place])
+        fnty = ir.FunctionType(ir.VoidType(), [positions.type, i64.as_pointer(), reaching.type])
+        store = cgutils.get_or_insert_function(
+            builder.module, fnty, f"llvm.masked.compressstore.v{n}i64"
+        )
+        builder.call(store, [positions, at_out, reaching])
+        mask = builder.bitcast(reaching, ir.IntType(n))
+        count = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(mask.type, [mask.type]), f"llvm.ctpop.i{n}"
+        )
+        return builder.add(place, builder.zext(builder.call(count, [mask]), i64))
 
     return sig, codegen
 

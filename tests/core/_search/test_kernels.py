@@ -767,6 +767,34 @@ def test_top_k_through_a_sampled_bar_agrees_with_a_stable_sort(
 
 
 @SETTINGS
+@given(st.integers(0, 2**31), st.integers(0, 20), st.integers(0, 5), st.integers(0, 3))
+def test_the_entries_reaching_the_bar_are_kept_in_order(
+    seed: int, i: int, at: int, digits: int
+) -> None:
+    # Sixteen entries compared with the bar at once: the positions of those at or above
+    # it (a NaN never is) written in order from ``at``, nothing else written.
+    from numba import njit
+
+    from magnetic_core._search.pointers import KEPT_LANES, kept_reaching
+
+    @njit
+    def keep(values, i, bar, out, at):  # type: ignore[no-untyped-def]
+        return kept_reaching(values, i, bar, out, at)
+
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.standard_normal(i + KEPT_LANES + 3), digits).astype(np.float32)
+    values[rng.random(values.shape[0]) < 0.1] = np.nan
+    bar = np.float32(values[i + rng.integers(0, KEPT_LANES)])
+    out = np.full(at + KEPT_LANES + 2, -1, np.int64)
+    end = keep(values, i, bar, out, at)
+    mine = np.arange(i, i + KEPT_LANES)
+    want = mine[values[mine] >= bar]
+    assert end == at + want.shape[0]
+    np.testing.assert_array_equal(out[at:end], want)
+    assert (out[:at] == -1).all() and (out[at + KEPT_LANES :] == -1).all()
+
+
+@SETTINGS
 @given(st.integers(1, 1200), st.integers(1, 1200), st.integers(0, 2**31), st.integers(0, 3))
 def test_the_sampled_bar_is_the_jth_largest_of_the_sample(m: int, j: int, seed: int, digits: int):
     # The bar of a sample is found by insertion for small ranks, by selection past them;
