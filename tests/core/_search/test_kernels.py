@@ -1019,7 +1019,15 @@ _WITHOUT_VNNI = """
 import sys
 import numpy as np
 from numba import njit
-from magnetic_core._search.pointers import ROW_BATCH, nibble_dot, nibble_rows
+from magnetic_core._search.pointers import ROW_BATCH, code_rows, nibble_dot, nibble_rows
+
+@njit
+def int8_rows(codes, q16):
+    sums = np.empty(codes.shape[0], np.int32)
+    picks = np.arange(codes.shape[0])
+    for t in range(0, codes.shape[0] - ROW_BATCH + 1, ROW_BATCH):
+        code_rows(codes, picks, t, q16, sums, 384)
+    return sums
 
 @njit
 def scan(codes, scales, q8, offset, unit, base):
@@ -1038,8 +1046,9 @@ approx, one = scan(
     args["codes"], args["scales"], args["q8"], int(args["offset"]), np.float32(args["unit"]),
     np.float32(args["base"]),
 )
-asm = "".join(scan.inspect_asm().values())
-np.savez(sys.argv[2], approx=approx, one=one, vnni=np.array("vpdpbusd" in asm))
+sums = int8_rows(args["int8"], args["q16"])
+asm = "".join(scan.inspect_asm().values()) + "".join(int8_rows.inspect_asm().values())
+np.savez(sys.argv[2], approx=approx, one=one, sums=sums, vnni=np.array(asm.count("vpdpbusd")))
 """
 
 
@@ -1054,10 +1063,17 @@ def _scan_in_a_process(tmp_path, name: str, features: str | None) -> dict[str, n
 
     rng = np.random.default_rng(7)
     codes, q8 = _nibble_rows_and_query(rng, 3 * ROW_BATCH)
+    # int8 rows of 384 with their extremes, and an int16 query in the scorer's range
+    int8 = rng.integers(-128, 128, (2 * ROW_BATCH, 384)).astype(np.int8)
+    int8[0], int8[1] = 127, -128
+    steps = min(32767, (2**31 - 1) // (128 * 384))
+    q16 = rng.integers(-steps, steps + 1, 384).astype(np.int16)
+    q16[:4] = [-steps, steps, -1, 0]
     args = tmp_path / "args.npz"
     np.savez(
         args, codes=codes, scales=(2.0 ** rng.integers(-3, 3, codes.shape[0])).astype(np.float32),
         q8=q8, offset=8 * int(q8.astype(np.int64).sum()), unit=2.0**-12, base=0.25,
+        int8=int8, q16=q16,
     )  # fmt: skip
     out = tmp_path / f"{name}.npz"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"cache-{name}"))
@@ -1067,11 +1083,12 @@ def _scan_in_a_process(tmp_path, name: str, features: str | None) -> dict[str, n
         [sys.executable, "-c", _WITHOUT_VNNI, str(args), str(out)], env=env, check=True,
         timeout=300,
     )  # fmt: skip
-    return dict(np.load(out)) | {"codes": codes, "q8": q8}
+    return dict(np.load(out)) | {"codes": codes, "q8": q8, "int8": int8, "q16": q16}
 
 
-def test_the_nibble_scan_gives_the_same_scores_with_and_without_vnni(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # The host's own compile takes vpdpbusd where the CPU has AVX-512 VNNI; a compile for
+def test_the_code_products_are_the_same_with_and_without_vnni(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The host's own compile takes vpdpbusd for the nibble rows where the CPU has AVX-512
+    # VNNI (and may fuse the int8 rows' 16-bit multiply-adds into vpdpwssd); a compile for
     # the same CPU without VNNI (neither AVX-512's nor AVX's, which LLVM also finds from a
     # plain product) takes 16-bit multiply-add pairs: the same integer sums.
     from llvmlite import binding
@@ -1083,9 +1100,13 @@ def test_the_nibble_scan_gives_the_same_scores_with_and_without_vnni(tmp_path) -
     )
     native = _scan_in_a_process(tmp_path, "native", None)
     plain = _scan_in_a_process(tmp_path, "plain", without)
-    assert bool(native["vnni"]) == has_vnni
-    assert not bool(plain["vnni"])
+    assert (int(native["vnni"]) > 0) == has_vnni
+    assert int(plain["vnni"]) == 0
     want = _nibble_products(native["codes"], native["q8"])
     np.testing.assert_array_equal(native["one"], want)
     np.testing.assert_array_equal(plain["one"], want)
     np.testing.assert_array_equal(native["approx"], plain["approx"])
+    int8_want = native["int8"].astype(np.int64) @ native["q16"].astype(np.int64)
+    assert np.abs(int8_want).max() < 2**31
+    np.testing.assert_array_equal(native["sums"], int8_want)
+    np.testing.assert_array_equal(plain["sums"], int8_want)
