@@ -53,6 +53,7 @@ __all__ = [
     "probe_groups",
     "probe_top",
     "project",
+    "row_docs",
     "top_k",
     "tree_groups",
 ]
@@ -438,6 +439,25 @@ def exact_at(
         r = rows[t]
         scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
     return scores
+
+
+@njit(cache=True, nogil=True)
+def row_docs(
+    doc_col: np.ndarray, alive: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The document number recorded for each arena row (``doc_col[rows]``) and the
+    positions, ascending, of those to look up again: no number recorded (-1), or one that
+    is no longer alive (``alive``: by number; numbers past its end count as dead)."""
+    n = rows.shape[0]
+    docs = np.empty(n, np.int64)
+    again = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        d = doc_col[rows[i]]
+        docs[i] = d
+        again[m] = i
+        m += d < 0 or d >= alive.shape[0] or not alive[d]
+    return docs, again[:m]
 
 
 @njit(cache=True, nogil=True)

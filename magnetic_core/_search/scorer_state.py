@@ -152,12 +152,10 @@ class ScorerState:
         and the numbers are looked up again. Searches write the same numbers, so
         concurrent ones may race harmlessly.
         """
-        col = self._doc_column(lexical)
-        docs = col[rows]
-        again = docs < 0
-        known = np.flatnonzero(~again)
-        again[known] = lexical.dead(docs[known])
-        missing = np.flatnonzero(again)
+        from magnetic_core._search.kernels import row_docs  # numba: loaded by the probe
+
+        # (one compiled pass: as six array operations, 25 us of a text query at 100K cells)
+        docs, missing = row_docs(self._doc_column(lexical), lexical.liveness, rows)
         if missing.size:
             found = lexical.numbers(self.cell_ids(rows[missing]))
             docs[missing] = found

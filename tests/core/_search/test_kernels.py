@@ -1110,3 +1110,20 @@ def test_the_code_products_are_the_same_with_and_without_vnni(tmp_path) -> None:
     assert np.abs(int8_want).max() < 2**31
     np.testing.assert_array_equal(native["sums"], int8_want)
     np.testing.assert_array_equal(plain["sums"], int8_want)
+
+
+@SETTINGS
+@given(st.integers(0, 2**31), st.integers(0, 60), st.integers(1, 40))
+def test_row_docs_names_the_rows_to_look_up_again(seed: int, n_rows: int, n_docs: int) -> None:
+    # The numbers recorded for the rows a probe found, and which of them to look up by id:
+    # none recorded (-1), or a number no longer alive (removed, or past the liveness).
+    rng = np.random.default_rng(seed)
+    doc_col = rng.integers(-1, n_docs + 3, 80).astype(np.int64)
+    alive = rng.random(n_docs) < 0.7
+    rows = rng.integers(0, 80, n_rows).astype(np.int64)
+    docs, again = kernels.row_docs(doc_col, alive, rows)
+    np.testing.assert_array_equal(docs, doc_col[rows])
+    known = (docs >= 0) & (docs < n_docs)
+    live = np.zeros(n_rows, bool)
+    live[known] = alive[docs[known]]
+    np.testing.assert_array_equal(again, np.flatnonzero(~live))
