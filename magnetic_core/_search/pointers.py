@@ -165,15 +165,9 @@ def _nibble_products(context, builder, row, q_halves):  # type: ignore[no-untype
     low = builder.and_(row, ir.Constant(bytes_, [15] * half))
     high = builder.lshr(row, ir.Constant(bytes_, [4] * half))
     if _vnni(context):
-        dwords = ir.VectorType(i32, half // 4)
-        fnty = ir.FunctionType(dwords, [dwords, dwords, dwords])
-        dot = cgutils.get_or_insert_function(
-            builder.module, fnty, f"llvm.x86.avx512.vpdpbusd.{32 * half // 4}"
-        )
-        acc = ir.Constant(dwords, [0] * (half // 4))
+        acc = ir.Constant(ir.VectorType(i32, 16), [0] * 16)
         for nibbles, q in zip((low, high), q_halves, strict=True):
-            pairs = [builder.bitcast(nibbles, dwords), builder.bitcast(q, dwords)]
-            acc = builder.call(dot, [acc, *pairs])
+            acc = _vnni_dot(builder, acc, nibbles, q)
         return acc
     wide = ir.VectorType(i32, 2 * half)
     both = builder.zext(_lanes(builder, low, high, range(2 * half)), wide)
@@ -329,20 +323,22 @@ def nibble_rows(typingctx, codes, scales, r, q8, offset, unit, base, rows, appro
 
 
 @intrinsic
-def code_rows(typingctx, codes, picks, t, q16, sums, width):  # type: ignore[no-untyped-def]
-    """``sums[t + i] = codes[picks[t + i]] . q16`` for the ``ROW_BATCH`` rows named from
-    ``picks[t]``: int8 code rows (C order) and an int16 query, summed in int32 (the
-    caller keeps the sums in range). ``width``, a literal the caller writes, is the rows'
-    length and ``q16``'s (a multiple of 64).
+def code_rows(typingctx, codes, picks, t, q8, sums, width):  # type: ignore[no-untyped-def]
+    """``sums[t + i] = codes[picks[t + i]] . q8`` for the ``ROW_BATCH`` rows named from
+    ``picks[t]``: int8 code rows (C order) and an int8 query, summed in int32 (at most
+    128 * 128 * ``width`` in size). ``width``, a literal the caller writes, is the rows'
+    length and ``q8``'s (a multiple of 64).
 
     Each row's products are folded to 16 lanes and the rows' lanes summed across
-    (:func:`_fold_across`): integer multiply-adds of int16 pairs rather than every entry
-    converted to float. The caller checks that ``picks`` and ``sums`` hold the 16 places
-    from ``t``.
+    (:func:`_fold_across`): integer products rather than every entry converted to float.
+    With AVX-512 VNNI each 64 entries are one ``vpdpbusd`` (the codes made unsigned by a
+    flip of their top bit, ``code + 128``, and ``128 * sum(q8)`` taken away once), else
+    LLVM's multiply-adds of 16-bit pairs: the same sums. The caller checks that ``picks``
+    and ``sums`` hold the 16 places from ``t``.
     """
     n = ROW_BATCH
     if not (
-        _row_and_query(codes, t, q16, types.int16)
+        _row_and_query(codes, t, q8, types.int8)
         and codes.dtype == types.int8
         and _is_c_array(picks, types.int64, 1)
         and _is_c_array(sums, types.int32, 1)
@@ -350,49 +346,79 @@ def code_rows(typingctx, codes, picks, t, q16, sums, width):  # type: ignore[no-
         and width.literal_value % 64 == 0
     ):
         return None
-    sig = types.void(codes, picks, t, q16, sums, width)
+    sig = types.void(codes, picks, t, q8, sums, width)
     m = width.literal_value
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         codes_t, picks_t, t_t, q_t, sums_t, _ = signature.args
         codes_a, picks_a, t_v, q_a, sums_a, _ = args
-        i8, i16, i32 = ir.IntType(8), ir.IntType(16), ir.IntType(32)
+        i8, i32 = ir.IntType(8), ir.IntType(32)
         zero = context.get_constant(types.intp, 0)
         at = context.cast(builder, t_v, t_t, types.intp)
-        # Power-of-two pieces of 64 entries: LLVM then finds its multiply-adds of int16
+        # Power-of-two pieces of 64 entries: LLVM then finds its multiply-adds of 16-bit
         # pairs, which it did not in one product of 384 (32-bit multiplies instead).
         piece = 64
+        row_piece = ir.VectorType(i8, piece)
         q_ptr = _array_at(context, builder, q_t, q_a, [zero])
-        q_piece = ir.VectorType(i16, piece).as_pointer()
         q = [
-            builder.sext(
-                builder.load(
-                    builder.bitcast(builder.gep(q_ptr, [ir.IntType(64)(j)]), q_piece), align=2
-                ),
-                ir.VectorType(i32, piece),
+            builder.load(
+                builder.bitcast(builder.gep(q_ptr, [ir.IntType(64)(j)]), row_piece.as_pointer()),
+                align=1,
             )
             for j in range(0, m, piece)
         ]
-        row_piece = ir.VectorType(i8, piece)
+        vnni = _vnni(context)
+        lanes = ir.VectorType(i32, n)
+        if vnni:
+            wide = ir.VectorType(i32, piece)
+            fnty = ir.FunctionType(i32, [wide])
+            reduce = cgutils.get_or_insert_function(
+                builder.module, fnty, f"llvm.vector.reduce.add.v{piece}i32"
+            )
+            q_sum = None
+            for q_c in q:
+                part = builder.call(reduce, [builder.sext(q_c, wide)])
+                q_sum = part if q_sum is None else builder.add(q_sum, part)
+            bias = _splat(builder, builder.shl(q_sum, i32(7)), n)  # 128 * sum(q8)
+            flip = ir.Constant(row_piece, [0x80] * piece)
         folded = []
         for i in range(n):
             place = builder.add(at, context.get_constant(types.intp, i))
             pick = builder.load(_array_at(context, builder, picks_t, picks_a, [place]))
             row_ptr = _array_at(context, builder, codes_t, codes_a, [pick, zero])
-            total = None
+            total = ir.Constant(lanes, [0] * n) if vnni else None
             for c, q_c in enumerate(q):
                 at_piece = builder.gep(row_ptr, [ir.IntType(64)(c * piece)])
                 row = builder.load(builder.bitcast(at_piece, row_piece.as_pointer()), align=1)
-                products = builder.mul(builder.sext(row, ir.VectorType(i32, piece)), q_c)
+                if vnni:
+                    total = _vnni_dot(builder, total, builder.xor(row, flip), q_c)
+                    continue
+                products = builder.mul(
+                    builder.sext(row, ir.VectorType(i32, piece)),
+                    builder.sext(q_c, ir.VectorType(i32, piece)),
+                )
                 part = _fold(builder, products, n)
                 total = part if total is None else builder.add(total, part)
             folded.append(total)
+        sums16 = _fold_across(builder, folded, n)
+        if vnni:
+            sums16 = builder.sub(sums16, bias)
         out = _array_at(context, builder, sums_t, sums_a, [at])
-        vector = ir.VectorType(i32, n).as_pointer()
-        builder.store(_fold_across(builder, folded, n), builder.bitcast(out, vector), align=4)
+        builder.store(sums16, builder.bitcast(out, lanes.as_pointer()), align=4)
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def _vnni_dot(builder, acc, unsigned, signed):  # type: ignore[no-untyped-def]
+    """``vpdpbusd``: ``acc`` (16 int32 lanes) plus, in each lane, the sum of four products
+    of ``unsigned``'s bytes (0 to 255) and ``signed``'s (-128 to 127); 64-byte vectors."""
+    dwords = ir.VectorType(ir.IntType(32), 16)
+    fnty = ir.FunctionType(dwords, [dwords, dwords, dwords])
+    dot = cgutils.get_or_insert_function(builder.module, fnty, "llvm.x86.avx512.vpdpbusd.512")
+    return builder.call(
+        dot, [acc, builder.bitcast(unsigned, dwords), builder.bitcast(signed, dwords)]
+    )
 
 
 # Entries :func:`kept_reaching` looks at in one call.

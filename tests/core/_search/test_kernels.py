@@ -101,28 +101,19 @@ def test_picked_code_rows_score_like_numpy_in_any_order(n: int, m: int, seed: in
     q = rng.standard_normal(m).astype(np.float32)
     q[:2] = np.abs(q).max() * np.array([1.0, -1.0], np.float32)  # extreme steps
     got = kernels.picked_scores(codes, scales, picks, q)
-    if m in (384, 768):  # the query in int16 steps, the rows' sums exact
-        q16, unit = _int16_query(q)
-        sums = codes[picks].astype(np.int64) @ q16
+    if m in (384, 768):  # the query in int8 steps, the rows' sums exact
+        q8, unit = _int8_query(q)
+        sums = codes[picks].astype(np.int64) @ q8
         want = sums.astype(np.float32) * (scales[picks] * np.float32(unit))
+        bound = 0.5 * unit  # the rounding of each of the query's entries
     else:
         want = (codes[picks].astype(np.float32) @ q) * scales[picks]
+        bound = 1e-6 * float(np.abs(q).max())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * float(np.abs(want).max(initial=1)))
-    # The steps move a score by a small share of the codes' own rounding (half a step of
-    # 127 per entry).
+    # The rounding moves a score by at most half a step per entry, times the codes.
     exact = (codes[picks].astype(np.float64) @ q.astype(np.float64)) * scales[picks]
-    assert np.all(np.abs(got - exact) <= 1e-4 * np.abs(codes[picks]).sum(axis=1) * scales[picks])
-
-
-def _int16_query(qp: np.ndarray) -> tuple[np.ndarray, float]:
-    """The scan's query, as documented: ``qp`` in int16 steps of a power of two, the
-    largest entry at most 32,767 steps (fewer past rank 511, so int32 sums cannot wrap)."""
-    big = float(np.abs(qp).max(initial=0.0))
-    if big == 0.0:
-        return np.zeros(qp.shape[0], np.int64), 0.0
-    steps = min(32767, (2**31 - 1) // (128 * qp.shape[0]))
-    per = 2.0 ** math.floor(math.log2(steps / big))
-    return np.round(qp.astype(np.float64) * per).astype(np.int64), 1.0 / per
+    reach = bound * np.abs(codes[picks]).sum(axis=1) * scales[picks]
+    assert np.all(np.abs(got - exact) <= 1.001 * reach + 1e-6 * np.abs(exact))
 
 
 @SETTINGS
@@ -1022,11 +1013,11 @@ from numba import njit
 from magnetic_core._search.pointers import ROW_BATCH, code_rows, nibble_dot, nibble_rows
 
 @njit
-def int8_rows(codes, q16):
+def int8_rows(codes, q8):
     sums = np.empty(codes.shape[0], np.int32)
     picks = np.arange(codes.shape[0])
     for t in range(0, codes.shape[0] - ROW_BATCH + 1, ROW_BATCH):
-        code_rows(codes, picks, t, q16, sums, 384)
+        code_rows(codes, picks, t, q8, sums, 384)
     return sums
 
 @njit
@@ -1046,7 +1037,7 @@ approx, one = scan(
     args["codes"], args["scales"], args["q8"], int(args["offset"]), np.float32(args["unit"]),
     np.float32(args["base"]),
 )
-sums = int8_rows(args["int8"], args["q16"])
+sums = int8_rows(args["int8"], np.tile(args["q8"], 3))
 asm = "".join(scan.inspect_asm().values()) + "".join(int8_rows.inspect_asm().values())
 np.savez(sys.argv[2], approx=approx, one=one, sums=sums, vnni=np.array(asm.count("vpdpbusd")))
 """
@@ -1063,17 +1054,14 @@ def _scan_in_a_process(tmp_path, name: str, features: str | None) -> dict[str, n
 
     rng = np.random.default_rng(7)
     codes, q8 = _nibble_rows_and_query(rng, 3 * ROW_BATCH)
-    # int8 rows of 384 with their extremes, and an int16 query in the scorer's range
+    # int8 rows of 384 with their extremes (the query: the nibble rows' repeated)
     int8 = rng.integers(-128, 128, (2 * ROW_BATCH, 384)).astype(np.int8)
     int8[0], int8[1] = 127, -128
-    steps = min(32767, (2**31 - 1) // (128 * 384))
-    q16 = rng.integers(-steps, steps + 1, 384).astype(np.int16)
-    q16[:4] = [-steps, steps, -1, 0]
     args = tmp_path / "args.npz"
     np.savez(
         args, codes=codes, scales=(2.0 ** rng.integers(-3, 3, codes.shape[0])).astype(np.float32),
         q8=q8, offset=8 * int(q8.astype(np.int64).sum()), unit=2.0**-12, base=0.25,
-        int8=int8, q16=q16,
+        int8=int8,
     )  # fmt: skip
     out = tmp_path / f"{name}.npz"
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / f"cache-{name}"))
@@ -1083,12 +1071,12 @@ def _scan_in_a_process(tmp_path, name: str, features: str | None) -> dict[str, n
         [sys.executable, "-c", _WITHOUT_VNNI, str(args), str(out)], env=env, check=True,
         timeout=300,
     )  # fmt: skip
-    return dict(np.load(out)) | {"codes": codes, "q8": q8, "int8": int8, "q16": q16}
+    return dict(np.load(out)) | {"codes": codes, "q8": q8, "int8": int8}
 
 
 def test_the_code_products_are_the_same_with_and_without_vnni(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # The host's own compile takes vpdpbusd for the nibble rows where the CPU has AVX-512
-    # VNNI (and may fuse the int8 rows' 16-bit multiply-adds into vpdpwssd); a compile for
+    # The host's own compile takes vpdpbusd (nibble rows and int8 rows by an int8 query)
+    # where the CPU has AVX-512 VNNI; a compile for
     # the same CPU without VNNI (neither AVX-512's nor AVX's, which LLVM also finds from a
     # plain product) takes 16-bit multiply-add pairs: the same integer sums.
     from llvmlite import binding
@@ -1106,8 +1094,7 @@ def test_the_code_products_are_the_same_with_and_without_vnni(tmp_path) -> None:
     np.testing.assert_array_equal(native["one"], want)
     np.testing.assert_array_equal(plain["one"], want)
     np.testing.assert_array_equal(native["approx"], plain["approx"])
-    int8_want = native["int8"].astype(np.int64) @ native["q16"].astype(np.int64)
-    assert np.abs(int8_want).max() < 2**31
+    int8_want = native["int8"].astype(np.int64) @ np.tile(native["q8"], 3).astype(np.int64)
     np.testing.assert_array_equal(native["sums"], int8_want)
     np.testing.assert_array_equal(plain["sums"], int8_want)
 
