@@ -187,7 +187,7 @@ def listed_code_top(
     rounded to int8 steps (:func:`_as_int8`) so that each row's product is a sum of
     integer products of bytes, which the CPU multiplies 64 at a time with AVX-512 VNNI
     (``vpdpbusd``) and in 16-bit multiply-add pairs without it; the rounding moves a
-    score by a fortieth of the code's own error. The nibbles' offset is taken away
+    score by about 3% of the code's own error. The nibbles' offset is taken away
     once per row (``8 * sum(q8)``). At the default rank a sub-list's rows are scored 16 at
     a time (:func:`~magnetic_core._search.pointers.nibble_rows`), the rest of it one by
     one.
@@ -265,10 +265,11 @@ def _as_int8(qp: np.ndarray) -> tuple[np.ndarray, np.float32]:
     """``qp`` rounded to int8 steps and the value of one step (``qp ~ q8 * unit``).
 
     The step is a power of two, the largest entry between 64 and 127 steps, so scores
-    are products of exact numbers (an integer ``qp`` is carried exactly) and a row's int32
-    sum cannot wrap below rank 2**31 / (15 * 127). The rounding moves a score by 0.0006
-    (root mean square; 100K Reuters, a query's best 256 cells) where the codes' own error
-    is 0.02 (it was 2e-6 in int16 steps). A zero ``qp`` gives zeros and a unit of 0."""
+    are products of exact numbers (an integer ``qp`` is carried exactly), and a row's int32
+    sum cannot wrap below a width of 2**31 / (15 * 128) entries for nibble codes, 2**31 /
+    (128 * 128) for int8 ones. The rounding moves a cell's code score by 0.0006 (root mean
+    square; 100K Reuters, a query's best 256 cells) where the codes' own error is 0.02 (it
+    was 2e-6 in int16 steps). A zero ``qp`` gives zeros and a unit of 0."""
     m = qp.shape[0]
     big = 0.0
     for c in range(m):

@@ -148,8 +148,17 @@ def nibble_dot(typingctx, codes, r, q8):  # type: ignore[no-untyped-def]
 def _vnni(context) -> bool:  # type: ignore[no-untyped-def]
     """Whether the code being compiled may use AVX-512 VNNI's ``vpdpbusd`` (the features
     numba compiles for: the host's, or ``NUMBA_CPU_FEATURES``; numba's disk cache keeps a
-    kernel per CPU and feature set)."""
-    features = context.codegen()._get_host_cpu_features().split(",")
+    kernel per CPU and feature set). Read from numba's code generator, or, should a numba
+    lack that method, from its setting and the host as that method does."""
+    read = getattr(context.codegen(), "_get_host_cpu_features", None)
+    if read is not None:
+        text = read()
+    else:
+        from llvmlite import binding
+        from numba.core import config
+
+        text = getattr(config, "CPU_FEATURES", None) or binding.get_host_cpu_features().flatten()
+    features = text.split(",")
     return "+avx512vnni" in features and "+avx512bw" in features
 
 
@@ -428,8 +437,8 @@ KEPT_LANES = 16
 @intrinsic
 def kept_reaching(typingctx, values, i, bar, out, at):  # type: ignore[no-untyped-def]
     """Write the positions of ``values[i : i + KEPT_LANES]`` (float32 or float64, C order)
-    that are at least ``bar`` (a NaN never is) to ``out[at:]`` (int64), in order, and return ``at``
-    plus their count: one comparison of the 16 entries and one compressing store
+    that are at least ``bar`` (a NaN never is) to ``out[at:]`` (int64), in order, and
+    return ``at`` plus their count: one comparison of the 16 entries and one compressing store
     (``vpcompressq`` with AVX-512; LLVM writes the entries one by one elsewhere). The
     caller checks that the 16 entries exist and that ``out`` has room for 16 from ``at``.
     """

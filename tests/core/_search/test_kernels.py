@@ -1114,3 +1114,21 @@ def test_row_docs_names_the_rows_to_look_up_again(seed: int, n_rows: int, n_docs
     live = np.zeros(n_rows, bool)
     live[known] = alive[docs[known]]
     np.testing.assert_array_equal(again, np.flatnonzero(~live))
+
+
+def test_vnni_is_read_from_the_host_where_numba_has_no_feature_method() -> None:
+    # The kernels ask numba's code generator which CPU features they compile for; a numba
+    # without that (private) method falls back to its setting and the host's features.
+    from llvmlite import binding
+
+    from magnetic_core._search.pointers import _vnni
+
+    class Codegen:
+        pass
+
+    class Context:
+        def codegen(self) -> Codegen:
+            return Codegen()
+
+    host = binding.get_host_cpu_features()
+    assert _vnni(Context()) == (bool(host.get("avx512vnni")) and bool(host.get("avx512bw")))
