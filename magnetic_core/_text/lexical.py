@@ -255,10 +255,6 @@ class LexicalIndex(BM25Queries):
         """Whether each number is still its cell's, by number (False past the last one)."""
         return self._alive
 
-    def dead(self, docs: np.ndarray) -> np.ndarray:
-        """Whether each (non-negative) document number is no longer a cell's."""
-        return ~self._alive[docs]
-
     def cid_of(self, doc: int) -> str:
         """The cell id of a live document number."""
         return self._cids[doc]  # type: ignore[return-value]  # live: never None

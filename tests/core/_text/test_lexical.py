@@ -202,8 +202,8 @@ def test_document_numbers_name_cells_until_a_re_add_or_a_compaction_renumbers_th
     assert lex.cids_of(lex.numbers(["c7"])) == ["c7"]
     old = lex.numbers(["c7"])
     lex.add("c7", "gamma")  # a re-add: a new number, the old one dead
-    assert lex.dead(old).tolist() == [True] and lex.numbers(["c7"])[0] != old[0]
-    assert lex.dead(lex.numbers(["c8", "c7"])).tolist() == [False, False]
+    assert (~lex.liveness[old]).tolist() == [True] and lex.numbers(["c7"])[0] != old[0]
+    assert (~lex.liveness[lex.numbers(["c8", "c7"])]).tolist() == [False, False]
     lex.remove("c3")
     assert lex.numbering == key  # numbers given so far keep their meaning
     key = lex.numbering
@@ -225,22 +225,22 @@ def test_liveness_and_generation_follow_every_change_of_the_cells():
         lex.add(cid, f"alpha {cid}")
     assert lex.generation not in seen
     docs = lex.numbers(ids)
-    assert not lex.dead(docs).any()
+    assert lex.liveness[docs].all()
     before = lex.generation
     lex.remove("c5")
-    assert lex.generation != before and lex.dead(docs[[5]]).tolist() == [True]
+    assert lex.generation != before and (~lex.liveness[docs[[5]]]).tolist() == [True]
     before = lex.generation
     lex.remove("missing")  # nothing changed: the generation stands
     assert lex.generation == before
     for cid in ids[:2000]:
         lex.remove(cid)  # compacted: new numbers, all alive
     left = lex.numbers(ids[2000:])
-    assert (left >= 0).all() and not lex.dead(left).any()
+    assert (left >= 0).all() and lex.liveness[left].all()
     arrays = lex.export_arrays()
     cids, vocab = arrays.pop("cids").tolist(), arrays.pop("terms").tolist()
     restored = LexicalIndex.from_arrays(arrays, cids, vocab)
     assert restored.generation != lex.generation
-    assert not restored.dead(restored.numbers(ids[2000:])).any()
+    assert restored.liveness[restored.numbers(ids[2000:])].all()
 
 
 def test_the_pool_pass_gives_the_scores_a_search_would_look_up():
