@@ -5,7 +5,8 @@ The facade validates and delegates. Its parts read as the pipeline:
 - this module: the read path (``search``, ``get``, the hierarchy's views); a search is one
   :class:`~magnetic_core._search.search.SearchPlan` run by
   :func:`~magnetic_core._search.selection.select_hits` (a query vector and nothing else:
-  by :func:`~magnetic_core._search.search.plain_search` when it can);
+  by :func:`~magnetic_core._search.search.plain_search` when it can; a text query with
+  nothing but its vector and ``k``: by :func:`~magnetic_core._search.search.text_search`);
 - :mod:`magnetic_core._store.writes`: the write path (``add``, ``delete``, links);
 - :mod:`magnetic_core._store.lifecycle`: opening, reloading and closing the store;
 - :mod:`magnetic_core._sleep.mode`: merges and sleep passes.
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from magnetic_core._search.search import SearchPlan, plain_search
+from magnetic_core._search.search import SearchPlan, plain_search, text_search
 from magnetic_core._search.selection import Selection, select_hits
 from magnetic_core._search.views import cell_view, group_info, plain_hits, stats_view
 from magnetic_core._sleep.mode import SleepMode
@@ -177,6 +178,11 @@ class MagneticMemory(WritePath, SleepMode):
             if current_only and self._superseded:
                 exclude = superseded_ids(self._catalog.records, self._superseded)
                 plan = replace(plan, exclude=exclude)
+            elif query and not explain and selection is _PLAIN_SELECTIONS.get(k):
+                found = text_search(self._index, self._catalog, plan, self._scorer)
+                if found is not None:
+                    ids, groups, scores, ranked = found
+                    return plain_hits(self._catalog, ids, groups, scores, self._group_label, ranked)
             return select_hits(
                 self._index,
                 self._catalog,

@@ -18,10 +18,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from magnetic_core._search.join_kernel import bm25_join
-from magnetic_core._search.kernels import exact_prefix, top_k
+from magnetic_core._search.join_kernel import bm25_join, join_docs, merge_unique
+from magnetic_core._search.kernels import (
+    code_scores,
+    doc_rows,
+    exact_prefix,
+    probe_coded,
+    probe_groups,
+    row_docs,
+    top_k,
+    tree_groups,
+)
 
-__all__ = ["fused_top", "lexical_settled_top", "settled_top"]
+__all__ = ["fused_top", "lexical_settled_top", "settled_top", "text_top"]
 
 
 @njit(cache=True, nogil=True)
@@ -241,3 +250,129 @@ def lexical_settled_top(
         row_in_block, q, k, step, sds,
     )  # fmt: skip
     return join, (docs[rows], cosine, boosts, lexical, read)
+
+
+@njit(cache=True, nogil=True)
+def text_top(
+    centroid_code: np.ndarray,
+    centroid_scale: np.ndarray,
+    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    use_tree: bool,
+    spread: int,
+    sizes: np.ndarray,
+    n_probe: int,
+    min_cells: int,
+    least_cells: int,
+    routes: np.ndarray,
+    probe: tuple[np.ndarray, ...],
+    q: np.ndarray,
+    basis: np.ndarray,
+    budget: int,
+    keep: int,
+    join_boosted: bool,
+    boosted: np.ndarray,
+    boost: np.float32,
+    postings: tuple,  # type: ignore[type-arg]  # numba: a heterogeneous tuple
+    n_top: int,
+    rows_of: tuple[np.ndarray, ...],
+    addresses: np.ndarray,
+    row_in_block: np.ndarray,
+    lexical_weight: float,
+    k: int,
+    step: int,
+    sds: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """A text query whose hits need no route, from its centroid stage to its ranking in
+    one call: the steps the staged search takes for it, in its order, on the same arrays.
+
+    1. The centroid stage (``kernels.plain_top``'s), its slots sorted and merged with the
+       slots of the groups holding ``routes``: the document numbers of the cells of the
+       query's rarer entities, which route it to their groups.
+    2. The coded probe of those slots (``kernels.probe_coded``; ``probe``: the scorer's
+       arrays from ``slot_block`` to the codes' scales) and its rows' document numbers
+       (``kernels.row_docs``).
+    3. With ``join_boosted``, the ``boosted`` cells of the probed slots join the pool with
+       their exact cosines (``join_kernel.join_docs``).
+    4. :func:`lexical_settled_top`: the best BM25 matches join, the pool is settled and
+       ranked (``boosted``, ``boost``: the ranking's entity boost).
+
+    ``rows_of`` is ``ScorerState.doc_row_args``: its second array is each arena row's
+    document number, its sixth each slot's staleness, its seventh each number's liveness.
+
+    Returns:
+        ``(arena rows, cosines, boost terms, lexical terms, slots probed, done)`` of the
+        best ``k``, best first. ``done`` is False, and the rest empty, when the staged
+        search must answer: a probed slot changed since it was coded, the probed groups
+        hold at most ``least_cells`` cells, a row's number must be looked up by id, a
+        routing or boosted cell or a best match has no current row, or fewer than ``k``
+        are found.
+    """
+    if use_tree:
+        chosen = tree_groups(
+            tree[0], tree[1], tree[2], tree[3], tree[4], tree[5], q, sizes, n_probe,
+            min_cells, spread,
+        )  # fmt: skip
+    else:
+        chosen = probe_groups(
+            code_scores(centroid_code, centroid_scale, q), sizes, n_probe, min_cells
+        )
+    none = np.empty(0, np.float32)
+    failed = (np.empty(0, np.int64), none, none, none, 0, False)
+    slots = np.sort(chosen)
+    if routes.shape[0] > 0:
+        # The slots of the routing cells' groups, from their rows (as ``stages._slots_of``
+        # finds them; a cell without a current row is found by id there).
+        rows = doc_rows(routes, *rows_of)
+        row_block, block_slot = rows_of[2], rows_of[3]
+        routed = np.zeros(sizes.shape[0], np.bool_)
+        for i in range(rows.shape[0]):
+            if rows[i] < 0:
+                return failed
+            routed[block_slot[row_block[rows[i]]]] = True
+        slots = merge_unique(slots, np.flatnonzero(routed))
+    stale = rows_of[5]
+    held = 0
+    for s in slots:
+        if stale[s]:
+            return failed
+        held += sizes[s]
+    if held <= least_cells:
+        return failed
+    rows, approx = probe_coded(
+        slots, probe[0], probe[1], probe[2], probe[3], probe[4], probe[5], probe[6],
+        probe[7], probe[8], probe[9], q, basis, budget, keep,
+    )  # fmt: skip
+    docs, again = row_docs(rows_of[1], rows_of[6], rows)
+    if again.shape[0] > 0:
+        return failed
+    if join_boosted and boosted.shape[0] > 0:
+        probed = np.zeros(sizes.shape[0], np.bool_)
+        for s in slots:
+            probed[s] = True
+        joined, cosines, loose = join_docs(
+            boosted, rows_of, probed, docs, addresses, row_in_block, q
+        )
+        if loose.shape[0] > 0:
+            return failed
+        n, extra = docs.shape[0], joined.shape[0]
+        pool_docs = np.empty(n + extra, np.int64)
+        scores = np.empty(n + extra, np.float32)
+        pool_docs[:n] = docs
+        scores[:n] = approx
+        for i in range(extra):
+            pool_docs[n + i] = boosted[joined[i]]
+            scores[n + i] = cosines[i]
+    else:
+        pool_docs, scores = docs, approx
+    _, ranking = lexical_settled_top(
+        postings, pool_docs, n_top, rows_of, addresses, row_in_block, q, scores, rows,
+        boosted, boost, lexical_weight, k, step, sds,
+    )  # fmt: skip
+    found, cosine, boosts, lexical, read = ranking
+    if read < 0 or found.shape[0] < k:
+        return failed
+    best = doc_rows(found, *rows_of)
+    for i in range(best.shape[0]):
+        if best[i] < 0:
+            return failed
+    return best, cosine, boosts, lexical, slots.shape[0], True

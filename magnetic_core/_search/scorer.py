@@ -424,6 +424,48 @@ class Scorer:
         ids, groups = st.cells(best)
         return ids, groups, scores.tolist(), probed
 
+    def text(
+        self,
+        q: np.ndarray,
+        sizes: np.ndarray,
+        n_probe: int,
+        min_cells: int,
+        least_cells: int,
+        routes: np.ndarray,
+        budget: int,
+        keep: int,
+        lexical: LexicalIndex,
+        args: tuple[Any, ...],
+        boosted: np.ndarray,
+        boost: float,
+        join_boosted: bool,
+        n_top: int,
+        lexical_weight: float,
+        k: int,
+    ) -> tuple[list[str], list[Group], np.ndarray, np.ndarray, np.ndarray] | None:
+        """A text query's centroid stage, coded probe, entity join, lexical stage and
+        ranking in one compiled call (``fusion_kernel.text_top``): ``(ids, their groups,
+        cosines, boost terms, lexical terms)`` of the best ``k``, best first, as the staged
+        search ranks them. None when the call leaves the query to the stages (see
+        ``text_top``)."""
+        from magnetic_core._search.fusion_kernel import text_top  # numba: loaded on first use
+
+        assert self._basis is not None
+        st = self._state
+        tree = self._tree()
+        addresses, row_in_block = self._row_reads()
+        found = text_top(
+            st.centroid_code, st.centroid_scale, _NO_TREE if tree is None else tree,
+            tree is not None, SPREAD, sizes, n_probe, min_cells, least_cells, routes,
+            st.probe_args()[:10], q, self._basis, budget, keep, join_boosted, boosted,
+            np.float32(boost), args, n_top, st.doc_row_args(lexical), addresses,
+            row_in_block, lexical_weight, k, _kernels().RERANK_STEP, RERANK_SDS,
+        )  # fmt: skip
+        if not found[5]:
+            return None
+        ids, groups = st.cells(found[0])
+        return ids, groups, found[1], found[2], found[3]
+
     def probe_docs(
         self,
         index: HierIndex,

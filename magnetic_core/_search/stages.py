@@ -18,7 +18,13 @@ if TYPE_CHECKING:
     from magnetic_core._search.search import SearchPlan
     from magnetic_core._text.lexical import LexicalIndex
 
-__all__ = ["Stages", "entity_docs"]
+__all__ = [
+    "Stages",
+    "boosted_docs",
+    "entity_docs",
+    "entity_stage",
+    "entity_cells_of",
+]
 
 
 @dataclass
@@ -58,27 +64,13 @@ class Stages:
     ) -> Stages:
         """The stages of ``plan`` around the centroid stage's ``probe`` (``scorer``: the
         index's, when current, to find the routed cells' groups by array operations)."""
-        boosting: list[tuple[str, set[str]]] = []
-        entity_slots: set[int] = set()
         slots = np.sort(probe)
-        if plan.entities:
-            # Cells of entities held by few enough cells boost; of rarer ones, route too.
-            n = len(catalog)
-            boost_limit = max(10, int(plan.max_entity_share * n))
-            route_limit = max(10, int(plan.max_route_cells / max(n, 1) * n))
-            for entity in plan.entities:
-                cells = catalog.entity_cells.get(entity)
-                if not cells or len(cells) > boost_limit:
-                    continue
-                boosting.append((entity, cells))
-                if len(cells) <= route_limit:
-                    entity_slots.update(_slots_of(index, catalog, scorer, entity, cells))
-            if entity_slots:
-                # A merge of the two sorted slot lists (np.union1d sorts their concatenation).
-                from magnetic_core._search.join_kernel import merge_unique  # numba
+        boosting, entity_slots = entity_stage(index, catalog, plan, scorer)
+        if entity_slots:
+            # A merge of the two sorted slot lists (np.union1d sorts their concatenation).
+            from magnetic_core._search.join_kernel import merge_unique  # numba
 
-                routed = np.array(sorted(entity_slots), np.int64)
-                slots = merge_unique(slots, routed)
+            slots = merge_unique(slots, np.array(sorted(entity_slots), np.int64))
         words: tuple[str, ...] = ()
         args = None
         if plan.lexical_weight > 0 and plan.lexical_terms:
@@ -123,29 +115,69 @@ class Stages:
 
     def boosted_docs(self, lexical: LexicalIndex) -> np.ndarray:
         """The boosted cells' document numbers in ``lexical``, ascending (made once per
-        query, from each entity's numbers, which are kept until the index changes)."""
+        query: :func:`boosted_docs`)."""
         docs = self._boosted_docs
         if docs is None:
-            parts = [entity_docs(lexical, e, cells) for e, cells in self.boosting]
-            if not parts:
-                docs = np.empty(0, np.int64)
-            elif len(parts) == 1:
-                docs = parts[0]
-            else:
-                # A merge of the sorted numbers (np.unique sorts their concatenation: 64 us
-                # for a query's entities at 100K cells).
-                from magnetic_core._search.join_kernel import merge_unique  # numba
-
-                docs = parts[0]
-                for part in parts[1:]:
-                    docs = merge_unique(docs, part)
-            self._boosted_docs = docs
+            docs = self._boosted_docs = boosted_docs(lexical, self.boosting)
         return docs
 
     def plain(self, plan: SearchPlan) -> bool:
         """Whether the best k by cosine are the answer (nothing re-ranks them)."""
         boosts = bool(self.boosting) and plan.entity_boost != 0.0
         return not boosts and not self.lexical_terms and not plan.exclude
+
+
+def entity_stage(
+    index: HierIndex, catalog: Catalog, plan: SearchPlan, scorer: Scorer | None = None
+) -> tuple[list[tuple[str, set[str]]], set[int]]:
+    """The entity stage of ``plan``: ``(boosting, routed slots)``, the query's entities
+    held by few enough cells to boost them, with their cells, and the slots of the groups
+    holding the cells of the rarer ones (:func:`entity_cells_of`), which the query probes
+    too."""
+    boosting, routing = entity_cells_of(catalog, plan)
+    routed: set[int] = set()
+    for entity, cells in routing:
+        routed.update(_slots_of(index, catalog, scorer, entity, cells))
+    return boosting, routed
+
+
+def entity_cells_of(
+    catalog: Catalog, plan: SearchPlan
+) -> tuple[list[tuple[str, set[str]]], list[tuple[str, set[str]]]]:
+    """``(boosting, routing)``: the query's entities held by few enough cells to boost
+    them, and those of them rare enough to route the query to their groups, each with
+    its cells."""
+    boosting: list[tuple[str, set[str]]] = []
+    routing: list[tuple[str, set[str]]] = []
+    if plan.entities:
+        n = len(catalog)
+        boost_limit = max(10, int(plan.max_entity_share * n))
+        route_limit = max(10, int(plan.max_route_cells / max(n, 1) * n))
+        for entity in plan.entities:
+            cells = catalog.entity_cells.get(entity)
+            if not cells or len(cells) > boost_limit:
+                continue
+            boosting.append((entity, cells))
+            if len(cells) <= route_limit:
+                routing.append((entity, cells))
+    return boosting, routing
+
+
+def boosted_docs(lexical: LexicalIndex, boosting: list[tuple[str, set[str]]]) -> np.ndarray:
+    """The document numbers of the cells of the boosting entities (:func:`entity_cells_of`)
+    in ``lexical``, ascending, from each entity's numbers (kept until the index changes)."""
+    parts = [entity_docs(lexical, e, cells) for e, cells in boosting]
+    if not parts:
+        return np.empty(0, np.int64)
+    docs = parts[0]
+    if len(parts) > 1:
+        # A merge of the sorted numbers (np.unique sorts their concatenation: 64 us for a
+        # query's entities at 100K cells).
+        from magnetic_core._search.join_kernel import merge_unique  # numba
+
+        for part in parts[1:]:
+            docs = merge_unique(docs, part)
+    return docs
 
 
 # Per lexical index: (its generation, entity -> its cells' document numbers, ascending).

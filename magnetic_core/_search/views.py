@@ -116,11 +116,15 @@ def plain_hits(
     groups: list[Group],
     scores: list[float],
     label_of: Callable[[str, int, list[str]], str] | None = None,
+    rank_scores: list[float] | None = None,
 ) -> list[Hit]:
-    """The hits of a query only the cosine ranks, in order, from the cells' ids, groups
-    and exact cosines (:func:`~magnetic_core._search.search.plain_search`): no candidates
-    in between, no routes."""
-    return _hits(catalog, ids, groups, scores, scores, None, label_of)
+    """The hits of a search whose candidates need no route, in order, from the cells'
+    ids, groups and exact cosines (:func:`~magnetic_core._search.search.plain_search`,
+    :func:`~magnetic_core._search.search.text_search`): no candidates in between.
+    ``rank_scores``: the ranking's scores, when not the cosines."""
+    return _hits(
+        catalog, ids, groups, scores, scores if rank_scores is None else rank_scores, None, label_of
+    )
 
 
 def _hits(

@@ -332,3 +332,67 @@ def test_a_text_query_whose_best_words_lie_in_changed_groups_ranks_as_the_steps_
     assert len(handed_back) == 20 and any(handed_back)
     assert any(cid.startswith("n") for hits in runs[0] for cid, _, _ in hits)
     assert runs[0] == runs[1]
+
+
+def test_a_text_query_in_one_call_ranks_as_the_staged_search(monkeypatch) -> None:
+    """``text_search`` (the entity stage, then the centroid stage to the ranking in one
+    compiled call) gives the ids, groups, cosines and ranking scores of ``run_search``:
+    with and without an entity that routes and boosts (by a positive, a negative or no
+    boost), whatever the query's words. It leaves to the staged search what it cannot
+    answer: a filter, a route asked for, words no cell holds, and probed groups changed
+    since they were coded."""
+    from magnetic_core._search.scorer import Scorer
+    from magnetic_core._search.search import text_search
+    from magnetic_core._store.record import CellRecord
+
+    vecs, index, catalog = _worded_store(queries=30, seed=9)
+    scorer = Scorer(16, 32)
+    words = ("zebra herd", "quagga savanna stripes", "plain")
+
+    def plan_of(j: int) -> SearchPlan:
+        return dataclasses.replace(
+            _text_plan(vecs[j], catalog, words[j % 3]),
+            routes=False,
+            entities=("Quagga",) if j % 2 else (),
+            entity_boost=(0.1, -0.1, 0.0)[j % 3],
+        )
+
+    def same(plan: SearchPlan) -> bool:
+        staged = run_search(index, catalog, plan, scorer)
+        one = text_search(index, catalog, plan, scorer)
+        if one is None:
+            return False
+        ids, groups, scores, ranked = one
+        assert ids == [c.id for c in staged]
+        assert all(g is c.group for g, c in zip(groups, staged, strict=True))
+        assert scores == [c.score for c in staged]
+        assert ranked == [c.rank_score for c in staged]
+        return True
+
+    assert all(same(plan_of(j)) for j in range(30))
+    routed = plan_of(3)  # Quagga, boost 0.1
+    # The entity routes the query to groups the centroid stage did not probe, and boosts.
+    explained = run_search(index, catalog, dataclasses.replace(routed, routes=True), scorer)
+    unnamed = dataclasses.replace(routed, routes=True, entities=())
+    assert explained[0].probed_groups > run_search(index, catalog, unnamed, scorer)[0].probed_groups
+    assert any(c.boost > 0 for c in explained)
+    for other in (
+        dataclasses.replace(routed, predicate=lambda meta: True),
+        dataclasses.replace(routed, routes=True),
+        dataclasses.replace(routed, lexical_terms=("unheardof",)),
+        dataclasses.replace(routed, lexical_weight=0.0),
+    ):
+        assert text_search(index, catalog, other, scorer) is None
+    # Groups changed since they were coded: the staged search scores them exactly.
+    more, _ = clustered_data(3000, 64, 40, spread=0.8, decay=1.5, seed=9)
+    new_ids = [f"n{i}" for i in range(3000)]
+    index.assign(new_ids, more, 0.6)
+    for cid in new_ids:
+        catalog.put(cid, CellRecord("quagga herd", {}, ("Quagga",), 0.0, 0.0))
+    assert text_search(index, catalog, routed, scorer) is None
+    hits = run_search(index, catalog, routed, scorer)
+    assert any(c.id.startswith("n") for c in hits)
+    # Once every group is coded again, one call answers again, as the stages rank.
+    while not scorer.is_settled(index):
+        run_search(index, catalog, routed, scorer)
+    assert all(same(plan_of(j)) for j in range(30))

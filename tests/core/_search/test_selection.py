@@ -181,3 +181,71 @@ def test_a_plain_vector_query_gets_the_hits_the_staged_search_gives(tmp_path, mo
         assert answered == []
         with pytest.raises(Exception, match="expand"):
             mem.search(vector=queries[2], k=5, expand=0.0)
+
+
+def test_a_plain_text_query_gets_the_hits_the_staged_search_gives(tmp_path, monkeypatch):
+    """A text query with its vector and ``k``, nothing else, is answered by one compiled
+    call after its entity stage, hits built straight from it (``text_search``): the same
+    cells, cosines, ranking scores, groups, labels and metadata as the staged search, for
+    queries naming a rare entity and words, before and after a write. With a filter, a
+    route asked for or an expansion, the staged search answers."""
+    from magnetic_core import MagneticMemory, MemoryConfig
+    from magnetic_core import memory as memory_module
+    from magnetic_core.embeddings import VectorsOnly
+    from magnetic_core.eval import clustered_data
+
+    rng = np.random.default_rng(5)
+    dim, n = 32, 6000
+    vecs, _ = clustered_data(n, dim, 40, spread=0.8, decay=1.5, seed=5)
+    words = ["harbour", "crane", "ledger", "tariff", "barley", "copper"]
+    texts = [
+        f"Shipment {i} to Rotterdam: {' '.join(rng.choice(words, 2))}"
+        if i % 29 == 0
+        else f"note {i} about {rng.choice(words)}"
+        for i in range(n)
+    ]
+    metas = [{"i": i, "tag": f"t{i % 7}"} for i in range(n)]
+    config = MemoryConfig(sketch_rank=8, max_group_size=128)
+    answered: list[bool] = []
+    one_call = memory_module.text_search
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        found = one_call(*args)
+        answered.append(found is not None)
+        return found
+
+    monkeypatch.setattr(memory_module, "text_search", counted)
+    with MagneticMemory(path=str(tmp_path), embedder=VectorsOnly(dim), config=config) as mem:
+        mem.add(texts, ids=[f"c{i}" for i in range(n)], metadatas=metas, vectors=vecs)
+        queries = [unit(rng, dim) for _ in range(12)]
+        asked = ["Rotterdam copper", "crane ledger", "barley in Rotterdam", "tariff"]
+
+        def same(text: str, q: np.ndarray, k: int) -> None:
+            one = mem.search(text, vector=q, k=k)
+            staged = mem.search(text, vector=q, k=k, explain=True)  # routes: the stages
+            assert [(h.id, h.score, h.rank_score, h.group_id) for h in one] == [
+                (h.id, h.score, h.rank_score, h.group_id) for h in staged
+            ]
+            assert [h.cell for h in one] == [h.cell for h in staged]
+            assert [h.group_label for h in one] == [h.group_label for h in staged]
+            assert all(h.route is None and h.expanded_from is None for h in one)
+
+        for j, q in enumerate(queries):
+            same(asked[j % 4], q, 10)
+        same(asked[0], queries[0], 1)
+        assert answered and all(answered)
+        # Words and the entity move the ranking: the ranking scores are not the cosines.
+        hits = mem.search(asked[0], vector=queries[0], k=10)
+        assert any(h.rank_score != h.score for h in hits)
+        # A write to the groups a query probes is seen by the next search, either way.
+        mem.add(
+            ["Rotterdam copper tariff"], ids=["new"], vectors=[mem.get_vectors([hits[0].id])[0]]
+        )
+        assert "new" in [h.id for h in mem.search(asked[0], vector=queries[0], k=3)]
+        same(asked[0], queries[0], 10)
+        # Any other argument goes the staged way.
+        answered.clear()
+        mem.search(asked[1], vector=queries[2], k=5, filter={"tag": "t1"})
+        mem.search(asked[1], vector=queries[2], k=5, expand=1)
+        mem.search(asked[1], vector=queries[2], k=5, mmr_lambda=0.5)
+        assert not any(answered)
