@@ -80,8 +80,10 @@ class MagneticMemory(WritePath, SleepMode):
     ) -> None:
         self.config = config or MemoryConfig()
         self.embedder = embedder if embedder is not None else default_embedder()
-        # The plan of the last plain vector query: (config, k, plan), for the next one.
+        # The plan of the last plain vector query: (config, k, plan), for the next one; and
+        # of the last plain text query, its text's entities and words left out.
         self._vector_plan: tuple[MemoryConfig, int, SearchPlan] | None = None
+        self._text_plan: tuple[MemoryConfig, int, SearchPlan] | None = None
         self._sleeper = Sleeper(self)
         self._open_store(path, namespace, client)
 
@@ -152,13 +154,16 @@ class MagneticMemory(WritePath, SleepMode):
         # own path, then three steps.
         self._check_open()
         check_k(k)
-        if vector is not None and query is None and _only_k(
+        if _only_k(
             filter, explain, ids, expand, mmr_lambda, fetch_k, n_probe, entity_boost,
             lexical_weight, context_weight, session_weight, current_only,
         ):  # fmt: skip
-            hits = self._vector_hits(self._query_vector(None, vector), k)
-            if hits is not None:
-                return hits
+            if query is None and vector is not None:
+                hits = self._vector_hits(self._query_vector(None, vector), k)
+                if hits is not None:
+                    return hits
+            elif query and isinstance(query, str):
+                return self._text_hits(query, self._query_vector(query, vector), k)
         check_int(n_probe, "n_probe", low=1, optional=True)
         selection = _selection(k, ids, expand, mmr_lambda, fetch_k)
         predicate = compile_filter(filter)  # every argument checked before anything embeds
@@ -178,11 +183,6 @@ class MagneticMemory(WritePath, SleepMode):
             if current_only and self._superseded:
                 exclude = superseded_ids(self._catalog.records, self._superseded)
                 plan = replace(plan, exclude=exclude)
-            elif query and not explain and selection is _PLAIN_SELECTIONS.get(k):
-                found = text_search(self._index, self._catalog, plan, self._scorer)
-                if found is not None:
-                    ids, groups, scores, ranked = found
-                    return plain_hits(self._catalog, ids, groups, scores, self._group_label, ranked)
             return select_hits(
                 self._index,
                 self._catalog,
@@ -212,6 +212,32 @@ class MagneticMemory(WritePath, SleepMode):
                 return None
             ids, groups, scores, _ = found
             return plain_hits(self._catalog, ids, groups, scores, self._group_label)
+
+    def _text_hits(self, query: str, q: np.ndarray, k: int) -> list[Hit]:
+        """The hits of a query text (with its vector) and ``k``, nothing else: by one
+        compiled call after the entity stage when it can
+        (:func:`~magnetic_core._search.search.text_search`), else by the staged search."""
+        last = self._text_plan
+        if last is not None and last[0] is self.config and last[1] == k:
+            template = last[2]
+        else:
+            config = self.config
+            template = self._plan(
+                None, q, k, None, n_probe=None, entity_boost=None, lexical_weight=None,
+                context_weight=float(config.context_weight),
+                session_weight=float(config.session_weight), routes=False,
+            )  # fmt: skip
+            self._text_plan = (config, k, template)
+        plan = template.for_text(q, query_entities(query), LexicalIndex.query_terms(query))
+        with self._lock.read():
+            found = text_search(self._index, self._catalog, plan, self._scorer)
+            if found is not None:
+                ids, groups, scores, ranked = found
+                return plain_hits(self._catalog, ids, groups, scores, self._group_label, ranked)
+            return select_hits(
+                self._index, self._catalog, plan, _selection(k, None, 0, None, None), False,
+                self._scorer, self._group_label,
+            )  # fmt: skip
 
     def _group_label(self, gid: str, version: int, member_ids: list[str]) -> str:
         """A group's label, for a hit whose label is read after its search returned."""

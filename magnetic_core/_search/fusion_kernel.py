@@ -300,8 +300,9 @@ def text_top(
     document number, its sixth each slot's staleness, its seventh each number's liveness.
 
     Returns:
-        ``(arena rows, cosines, boost terms, lexical terms, slots probed, done)`` of the
-        best ``k``, best first. ``done`` is False, and the rest empty, when the staged
+        ``(arena rows, cosines, boost terms, ranking scores, slots probed, done)`` of the
+        best ``k``, best first (the ranking scores in float64, as the candidates sum the
+        cosine and the terms). ``done`` is False, and the rest empty, when the staged
         search must answer: a probed slot changed since it was coded, the probed groups
         hold at most ``least_cells`` cells, a row's number must be looked up by id, a
         routing or boosted cell or a best match has no current row, or fewer than ``k``
@@ -317,7 +318,7 @@ def text_top(
             code_scores(centroid_code, centroid_scale, q), sizes, n_probe, min_cells
         )
     none = np.empty(0, np.float32)
-    failed = (np.empty(0, np.int64), none, none, none, 0, False)
+    failed = (np.empty(0, np.int64), none, none, np.empty(0, np.float64), 0, False)
     slots = np.sort(chosen)
     if routes.shape[0] > 0:
         # The slots of the routing cells' groups, from their rows (as ``stages._slots_of``
@@ -372,7 +373,10 @@ def text_top(
     if read < 0 or found.shape[0] < k:
         return failed
     best = doc_rows(found, *rows_of)
+    ranked = np.empty(best.shape[0], np.float64)
     for i in range(best.shape[0]):
         if best[i] < 0:
             return failed
-    return best, cosine, boosts, lexical, slots.shape[0], True
+        # (in float64, added in the order the candidates add their terms)
+        ranked[i] = (np.float64(cosine[i]) + np.float64(boosts[i])) + np.float64(lexical[i])
+    return best, cosine, boosts, ranked, slots.shape[0], True

@@ -442,10 +442,10 @@ class Scorer:
         n_top: int,
         lexical_weight: float,
         k: int,
-    ) -> tuple[list[str], list[Group], np.ndarray, np.ndarray, np.ndarray] | None:
+    ) -> tuple[list[str], list[Group], list[float], list[float]] | None:
         """A text query's centroid stage, coded probe, entity join, lexical stage and
         ranking in one compiled call (``fusion_kernel.text_top``): ``(ids, their groups,
-        cosines, boost terms, lexical terms)`` of the best ``k``, best first, as the staged
+        exact cosines, ranking scores)`` of the best ``k``, best first, as the staged
         search ranks them. None when the call leaves the query to the stages (see
         ``text_top``)."""
         from magnetic_core._search.fusion_kernel import text_top  # numba: loaded on first use
@@ -464,7 +464,7 @@ class Scorer:
         if not found[5]:
             return None
         ids, groups = st.cells(found[0])
-        return ids, groups, found[1], found[2], found[3]
+        return ids, groups, found[1].tolist(), found[3].tolist()
 
     def probe_docs(
         self,

@@ -90,6 +90,16 @@ class SearchPlan:
         plan.__dict__.update(self.__dict__, vector=vector)
         return plan
 
+    def for_text(
+        self, vector: np.ndarray, entities: tuple[str, ...], lexical_terms: tuple[str, ...]
+    ) -> SearchPlan:
+        """:meth:`for_vector` for a query text's vector, entities and words."""
+        plan = object.__new__(SearchPlan)
+        plan.__dict__.update(
+            self.__dict__, vector=vector, entities=entities, lexical_terms=lexical_terms
+        )
+        return plan
+
 
 # The default cell budget of a query (``MemoryConfig.probe_cells`` None): ``PROBE_SCALE``
 # times the square root of the store's size, between ``PROBE_FLOOR`` and ``PROBE_CAP``.
@@ -237,22 +247,12 @@ def text_search(
     boosted = boosted_docs(lexical, boosting) if boost != 0.0 else _NO_DOCS
     routes = [entity_docs(lexical, e, cells) for e, cells in routing]
     keep = max(plan.rerank, 4 * plan.k)
-    found = ready.text(
+    return ready.text(
         plan.vector, group_sizes(index), plan.n_probe, group_cells, 16 * keep,
         _NO_DOCS if not routes else routes[0] if len(routes) == 1 else np.concatenate(routes),
-        budget, keep, lexical,
-        args, boosted, boost, boost > 0.0, max(plan.lexical_candidates, plan.k),
-        plan.lexical_weight, plan.k,
+        budget, keep, lexical, args, boosted, boost, boost > 0.0,
+        max(plan.lexical_candidates, plan.k), plan.lexical_weight, plan.k,
     )  # fmt: skip
-    if found is None:
-        return None
-    ids, groups, cosines, boosts, lex = found
-    scores = cosines.tolist()
-    # (summed as the candidates sum them: cosine, boost, lexical, thread lift)
-    ranked = [
-        c + b + x + 0.0 for c, b, x in zip(scores, boosts.tolist(), lex.tolist(), strict=True)
-    ]
-    return ids, groups, scores, ranked
 
 
 # No document numbers (an empty int64 array, never written to).
