@@ -50,6 +50,7 @@ __all__ = ["FULL_SCAN_SHARE", "MIN_CELLS", "Scorer", "best_cells"]
 
 
 _KERNELS: ModuleType | None = None
+_TEXT_TOP: Any = None  # fusion_kernel.text_top, imported on first use
 
 
 def _kernels() -> ModuleType:
@@ -448,13 +449,16 @@ class Scorer:
         exact cosines, ranking scores)`` of the best ``k``, best first, as the staged
         search ranks them. None when the call leaves the query to the stages (see
         ``text_top``)."""
-        from magnetic_core._search.fusion_kernel import text_top  # numba: loaded on first use
+        global _TEXT_TOP
+        if _TEXT_TOP is None:  # (imported once: an import statement costs a query ~1 us)
+            from magnetic_core._search.fusion_kernel import text_top  # numba
 
+            _TEXT_TOP = text_top
         assert self._basis is not None
         st = self._state
         tree = self._tree()
         addresses, row_in_block = self._row_reads()
-        found = text_top(
+        found = _TEXT_TOP(
             st.centroid_code, st.centroid_scale, _NO_TREE if tree is None else tree,
             tree is not None, SPREAD, sizes, n_probe, min_cells, least_cells, routes,
             st.probe_args()[:10], q, self._basis, budget, keep, join_boosted, boosted,

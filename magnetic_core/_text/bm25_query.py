@@ -17,12 +17,24 @@ import numpy as np
 __all__ = ["BM25Queries"]
 
 
+# What a term's part of the kernels' arguments is, per index generation, for this many
+# terms at most (then forgotten all at once): a query's terms are mostly ones asked for
+# before, and a term's postings looked up again cost a text query about 10 us at 100K
+# cells with the caches cold. Every change of the postings moves the generation (a write
+# may move them in memory), so the addresses kept are those of the current postings.
+_TERMS_KEPT = 1 << 16
+_UNKNOWN = object()
+
+
 class BM25Queries:
     """BM25 scoring over an index's postings (see :class:`LexicalIndex`)."""
 
     max_df_share = 0.5
     k1: float
     b: float
+    generation: int
+    # (generation, term -> its part of ``kernel_args`` or None), replaced as a whole.
+    _term_args: tuple[int, dict[str, tuple[int, int, int, int, float] | None]] = (-1, {})
     _docno: dict[str, int]
     _cids: list[str | None]
     _total_length: float
@@ -75,25 +87,20 @@ class BM25Queries:
         n = len(self._docno)
         if n == 0:
             return None
-        weights: list[float] = []
-        doc_at: list[int] = []
-        tf_at: list[int] = []
-        len_at: list[int] = []
-        counts: list[int] = []
-        k1 = self.k1
-        most = self.max_df_share * n if n >= 20 else n
+        kept = self._term_args
+        if kept[0] != self.generation or len(kept[1]) >= _TERMS_KEPT:
+            kept = self._term_args = (self.generation, {})
+        args = kept[1]
+        scored = []
         for term in dict.fromkeys(query):
-            post = self._posting_at(term)
-            if post is None or post[3] > most:
-                continue
-            df = post[3]
-            weights.append(math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0))
-            doc_at.append(post[0])
-            tf_at.append(post[1])
-            len_at.append(post[2])
-            counts.append(df)
-        if not weights:
+            got = args.get(term, _UNKNOWN)
+            if got is _UNKNOWN:
+                got = args[term] = self._term_arg(term, n)
+            if got is not None:
+                scored.append(got)
+        if not scored:
             return None
+        doc_at, tf_at, len_at, counts, weights = zip(*scored, strict=True)
         avgdl = max(self._total_length / n, 1e-9)
         return (
             np.array(doc_at, np.int64),
@@ -107,6 +114,18 @@ class BM25Queries:
             len(self._cids),
             self._scratch(len(self._cids)),
         )
+
+    def _term_arg(self, term: str, n: int) -> tuple[int, int, int, int, float] | None:
+        """A term's part of :meth:`kernel_args` in an index of ``n`` documents: its
+        postings' addresses, their count and its weight (None when the term is not
+        scored)."""
+        post = self._posting_at(term)
+        most = self.max_df_share * n if n >= 20 else n
+        if post is None or post[3] > most:
+            return None
+        df = post[3]
+        weight = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (self.k1 + 1.0)
+        return post[0], post[1], post[2], df, weight
 
     def _scratch(self, n: int) -> np.ndarray:
         """This thread's zeroed float32 row of at least ``n`` entries (kept between queries:

@@ -75,6 +75,10 @@ _SIGNS: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = (
     (_CAMEL, _camel_sign),
     (_SNAKE, lambda t: "_" in t),
 )
+# Some sign of the patterns other than camel case's: "/", "@", "#", "_", "-", ":\\" (in
+# "://" too), a capital before a digit, a file extension (the signs above, in one search).
+_ANY_SIGN = re.compile(r"[/@#_-]|:\\|[A-Z][0-9]|" + _EXT.pattern, re.IGNORECASE)
+_CAMEL_ONLY = tuple(s for s in _SIGNS if s[0] is _CAMEL)
 _QUOTES = ".,;:!?'\"()[]{}"
 _SENTENCE_END = ".!?:\n\"'"
 
@@ -125,7 +129,9 @@ def extract_entities(text: str) -> list[str]:
         found[value] = None
         spans.spans.append((start, end))
 
-    for pattern, sign in _SIGNS:
+    # Most texts show none of the signs but, maybe, camel case's: one search says so.
+    signs = _SIGNS if _ANY_SIGN.search(text) is not None else _CAMEL_ONLY
+    for pattern, sign in signs:
         if not sign(text):
             continue
         spans.freeze()

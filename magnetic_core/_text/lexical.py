@@ -343,3 +343,4 @@ class LexicalIndex(BM25Queries):
             self._surface = {t: w for t, w in zip(flat.terms, flat.surface) if t != w}
             self._postings = postings
             self._flat = None
+            self.generation = next(_NUMBERINGS)  # the postings moved

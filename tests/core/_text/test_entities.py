@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -70,3 +71,43 @@ def test_a_large_log_is_stored_whole_and_found_by_its_entities(tmp_path, hashing
         mem.add([text], ids=["log"])
         hit = mem.search(f"who placed INV-2024-{users[-1]:06d}?", k=1)[0]
         assert hit.id == "log" and f"inv-2024-{users[-1]:06d}" in hit.cell.entities
+
+
+def test_the_one_search_for_signs_skips_no_pattern_that_would_match(monkeypatch):
+    """A text in which one search finds no sign of the patterns but camel case's skips
+    them: its entities are those of checking every pattern's sign, for texts with each
+    kind of entity and for random texts of the characters the signs look for."""
+    from magnetic_core._text import entities
+
+    rng = random.Random(11)
+    pieces = [
+        "see https://example.org/a",
+        "mail ada@example.com",
+        "/opt/atlas/bin/deploy.sh",
+        r"C:\Users\ada\notes.txt",
+        "config.yaml",
+        "INV-2024-0042",
+        "PR#381",
+        "ABC123",
+        "snake_case_name",
+        "camelCaseName",
+        "HTTPServer",
+        "Ada Lovelace",
+        "Q4 results",
+        "non-callable bond",
+        "Café Müller",
+        "plain words only",
+        "x/y",
+        "a:\\b",
+        "v2",
+        "WAL-MART 32 1.1 BIL",
+        "report.PDF",
+        "#12",
+    ]
+    alphabet = "aZ9 -_/#@:.\\éQx"
+    texts = pieces + [" ".join(rng.sample(pieces, 3)) for _ in range(200)]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(500)]
+    found = [entities.extract_entities(t) for t in texts]
+    monkeypatch.setattr(entities, "_ANY_SIGN", re.compile(""))  # every sign checked
+    assert found == [entities.extract_entities(t) for t in texts]
+    assert any(found)  # (the texts have entities to find)

@@ -264,3 +264,36 @@ def test_the_pool_pass_gives_the_scores_a_search_would_look_up():
     held_by_all = everywhere.query_terms("common")
     assert everywhere.kernel_args(held_by_all) is None  # held by too many: not scored
     assert everywhere.kernel_args(everywhere.query_terms("common word")) is None
+
+
+def test_a_term_asked_for_again_after_each_write_scores_its_postings_as_they_are_now():
+    """What a term's kernel arguments are (its postings' addresses, count and weight) is
+    kept between queries only until the next write: postings that grow move in memory,
+    and the weights follow the number of cells. Queried after every add and remove, and
+    after a snapshot's index is first written to, the scores are the formula's."""
+    rng = np.random.default_rng(4)
+    built = LexicalIndex()
+    texts: dict[str, list[str]] = {}
+    query = ("w1", "w2", "w5")
+    for i in range(400):
+        words = [WORDS[j] for j in rng.integers(0, len(WORDS), 5)]
+        built.add(f"d{i}", " ".join(words))
+        texts[f"d{i}"] = words
+        if i % 3 == 0 and i > 30:
+            gone = f"d{i - 30}"
+            built.remove(gone)
+            del texts[gone]
+        want = _reference(texts, query)
+        ids, scores = built.top(query, len(texts))
+        assert set(ids) == set(want)
+        assert all(
+            math.isclose(s, want[c], rel_tol=1e-5)
+            for c, s in zip(ids, scores.tolist(), strict=True)
+        )
+    arrays = built.export_arrays()
+    cids, terms = arrays.pop("cids").tolist(), arrays.pop("terms").tolist()
+    opened = LexicalIndex.from_arrays(arrays, cids, terms)
+    assert opened.top(query, 500)[0] == built.top(query, 500)[0]  # in the snapshot's arrays
+    opened.add("new", "w1 w1 w2")
+    built.add("new", "w1 w1 w2")
+    assert opened.top(query, 500)[0] == built.top(query, 500)[0]  # in per-term postings
