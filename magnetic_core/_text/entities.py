@@ -101,6 +101,8 @@ class _Spans:
 
     def freeze(self) -> None:
         """Index the spans kept so far; call before each pattern's pass."""
+        if len(self.spans) == len(self._starts):
+            return  # none kept since the last call
         ordered = sorted(self.spans)
         self._starts = [s for s, _ in ordered]
         self._reach = list(itertools.accumulate((e for _, e in ordered), max))
