@@ -20,14 +20,12 @@ from numba import njit
 
 from magnetic_core._search.join_kernel import bm25_join, join_docs, merge_unique
 from magnetic_core._search.kernels import (
-    code_scores,
+    centroid_slots,
     doc_rows,
     exact_prefix,
     probe_coded,
-    probe_groups,
     row_docs,
     top_k,
-    tree_groups,
 )
 
 __all__ = ["fused_top", "lexical_settled_top", "settled_top", "text_top"]
@@ -285,7 +283,7 @@ def text_top(
     """A text query whose hits need no route, from its centroid stage to its ranking in
     one call: the steps the staged search takes for it, in its order, on the same arrays.
 
-    1. The centroid stage (``kernels.plain_top``'s), its slots sorted and merged with the
+    1. The centroid stage (``kernels.centroid_slots``, as ``plain_top``'s), merged with the
        slots of the groups holding ``routes``: the document numbers of the cells of the
        query's rarer entities, which route it to their groups.
     2. The coded probe of those slots (``kernels.probe_coded``; ``probe``: the scorer's
@@ -308,18 +306,11 @@ def text_top(
         routing or boosted cell or a best match has no current row, or fewer than ``k``
         are found.
     """
-    if use_tree:
-        chosen = tree_groups(
-            tree[0], tree[1], tree[2], tree[3], tree[4], tree[5], q, sizes, n_probe,
-            min_cells, spread,
-        )  # fmt: skip
-    else:
-        chosen = probe_groups(
-            code_scores(centroid_code, centroid_scale, q), sizes, n_probe, min_cells
-        )
     none = np.empty(0, np.float32)
     failed = (np.empty(0, np.int64), none, none, np.empty(0, np.float64), 0, False)
-    slots = np.sort(chosen)
+    slots = centroid_slots(
+        centroid_code, centroid_scale, tree, use_tree, spread, sizes, n_probe, min_cells, q
+    )
     if routes.shape[0] > 0:
         # The slots of the routing cells' groups, from their rows (as ``stages._slots_of``
         # finds them; a cell without a current row is found by id there).

@@ -772,6 +772,32 @@ def _block_order_rows(
 
 
 @njit(cache=True, nogil=True)
+def centroid_slots(
+    centroid_code: np.ndarray,
+    centroid_scale: np.ndarray,
+    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    use_tree: bool,
+    spread: int,
+    sizes: np.ndarray,
+    n_probe: int,
+    min_cells: int,
+    q: np.ndarray,
+) -> np.ndarray:
+    """The centroid stage of the one-call queries, its slots ascending: :func:`probe_groups`
+    over every centroid code, or, with ``use_tree``, :func:`tree_groups` over ``tree``."""
+    if use_tree:
+        chosen = tree_groups(
+            tree[0], tree[1], tree[2], tree[3], tree[4], tree[5], q, sizes, n_probe,
+            min_cells, spread,
+        )  # fmt: skip
+    else:
+        chosen = probe_groups(
+            code_scores(centroid_code, centroid_scale, q), sizes, n_probe, min_cells
+        )
+    return np.sort(chosen)
+
+
+@njit(cache=True, nogil=True)
 def plain_top(
     centroid_code: np.ndarray,
     centroid_scale: np.ndarray,
@@ -803,15 +829,9 @@ def plain_top(
     exactly here (as the general path would; through it, a probe of 1,000 cells at 100K
     took longer than one of 4,000 through the codes).
     """
-    if use_tree:
-        chosen = tree_groups(
-            tree[0], tree[1], tree[2], tree[3], tree[4], tree[5], q, sizes, n_probe,
-            min_cells, spread,
-        )  # fmt: skip
-    else:
-        sims = code_scores(centroid_code, centroid_scale, q)
-        chosen = probe_groups(sims, sizes, n_probe, min_cells)
-    slots = np.sort(chosen)
+    slots = centroid_slots(
+        centroid_code, centroid_scale, tree, use_tree, spread, sizes, n_probe, min_cells, q
+    )
     none = np.empty(0, np.int64)
     held = 0
     for s in slots:

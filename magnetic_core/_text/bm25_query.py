@@ -102,11 +102,13 @@ class BM25Queries:
             return None
         doc_at, tf_at, len_at, counts, weights = zip(*scored, strict=True)
         avgdl = max(self._total_length / n, 1e-9)
+        # (one array of the four integer rows: each row is contiguous, as the kernels read)
+        ints = np.array((doc_at, tf_at, len_at, counts), np.int64)
         return (
-            np.array(doc_at, np.int64),
-            np.array(tf_at, np.int64),
-            np.array(len_at, np.int64),
-            np.array(counts, np.int64),
+            ints[0],
+            ints[1],
+            ints[2],
+            ints[3],
             np.array(weights, np.float32),
             avgdl,
             self.k1,

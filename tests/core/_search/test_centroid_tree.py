@@ -202,3 +202,43 @@ def test_a_persisted_store_searches_through_its_tree_before_and_after_reopening(
         assert [f[0][0] for f in found[:3]] == ["q0", "q1", "q2"]
         assert not any(int(c[1:]) < 300 for f in found for c, _ in f if c.startswith("c"))
         _check(mem._scorer._state.tree, len(mem._index.slot_groups))
+
+
+def test_a_text_query_through_the_tree_in_one_call_ranks_as_the_staged_search(
+    data, monkeypatch
+) -> None:
+    """A text query of a store with a centroid tree takes its one compiled call through
+    the tree's clusters and ranks as the staged search, words and a routing entity
+    included (``search.text_search``)."""
+    import dataclasses
+
+    from magnetic_core._search.search import text_search
+    from magnetic_core._store.record import CellRecord
+
+    monkeypatch.setattr(centroid_tree, "TREE_FROM", 64)
+    monkeypatch.setattr(scorer_module, "SPREAD", 2)
+    base, queries = data
+    index = HierIndex(64, 32)
+    ids = [f"c{i}" for i in range(6000)]
+    index.assign(ids, base[:6000], 0.6)
+    catalog = Catalog()
+    words = ["otter", "heron", "marsh", "reed", "delta"]
+    for i, cid in enumerate(ids):
+        text = f"{words[i % 5]} {words[(i * 7) % 5]}" if i % 5 == 0 else f"entry {i}"
+        catalog.put(cid, CellRecord(text, {}, ("Delta Lab",) if i % 53 == 0 else (), 0.0, 0.0))
+    scorer = Scorer(16, 32)
+    answered = 0
+    for j, q in enumerate(queries[:20]):
+        plan = dataclasses.replace(  # (a small probe, coded: 16 kept of each)
+            _plan(q), k=4, rerank=16, routes=False, lexical_weight=0.4, entity_boost=0.1,
+            lexical_terms=catalog.lexical.query_terms("otter in the marsh"),
+            entities=("Delta Lab",) if j % 2 else (),
+        )  # fmt: skip
+        staged = run_search(index, catalog, plan, scorer)
+        one = text_search(index, catalog, plan, scorer)
+        if one is not None:
+            answered += 1
+            assert one[0] == [c.id for c in staged]
+            assert one[2] == [c.score for c in staged] and one[3] == [c.rank_score for c in staged]
+    assert scorer._tree() is not None  # the tree's clusters chose the groups
+    assert answered == 20
