@@ -368,6 +368,7 @@ def text_top(
     for i in range(best.shape[0]):
         if best[i] < 0:
             return failed
-        # (in float64, added in the order the candidates add their terms)
-        ranked[i] = (np.float64(cosine[i]) + np.float64(boosts[i])) + np.float64(lexical[i])
+        # (in float64, added in the order the candidates add their terms, the thread lift
+        # last: its 0.0 makes a sum of -0.0 the candidates' 0.0)
+        ranked[i] = ((np.float64(cosine[i]) + np.float64(boosts[i])) + np.float64(lexical[i])) + 0.0
     return best, cosine, boosts, ranked, slots.shape[0], True

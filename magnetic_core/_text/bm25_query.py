@@ -19,7 +19,7 @@ __all__ = ["BM25Queries"]
 
 # What a term's part of the kernels' arguments is, per index generation, for this many
 # terms at most (then forgotten all at once): a query's terms are mostly ones asked for
-# before, and a term's postings looked up again cost a text query about 10 us at 100K
+# before, and a term's postings looked up again cost a text query about 8 us at 100K
 # cells with the caches cold. Every change of the postings moves the generation (a write
 # may move them in memory), so the addresses kept are those of the current postings.
 _TERMS_KEPT = 1 << 16
