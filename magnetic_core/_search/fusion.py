@@ -280,6 +280,7 @@ def rank(
     return picked
 
 
+# No document numbers (an empty int64 array, never written to).
 _NO_DOCS = np.empty(0, np.int64)
 
 

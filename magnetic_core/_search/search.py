@@ -37,7 +37,7 @@ import numpy as np
 from magnetic_core._index.index import Group, HierIndex
 from magnetic_core._search.candidates import Candidate, by_cosine, candidates, plain_candidates
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
-from magnetic_core._search.fusion import boost_terms, rank, settle, settled_rank
+from magnetic_core._search.fusion import _NO_DOCS, boost_terms, rank, settle, settled_rank
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
 from magnetic_core._search.stages import Stages, boosted_docs, entity_cells_of, entity_docs
 from magnetic_core._store.catalog import Catalog
@@ -253,10 +253,6 @@ def text_search(
         budget, keep, lexical, args, boosted, boost, boost > 0.0,
         max(plan.lexical_candidates, plan.k), plan.lexical_weight, plan.k,
     )  # fmt: skip
-
-
-# No document numbers (an empty int64 array, never written to).
-_NO_DOCS = np.empty(0, np.int64)
 
 
 def _one_call(
