@@ -150,8 +150,8 @@ class MagneticMemory(WritePath, SleepMode):
         Returns:
             Hits, best first.
         """
-        # Long for its documented keyword arguments only; the body is a plain vector query's
-        # own path, then three steps.
+        # Long for its documented keyword arguments only; the body is a plain vector or
+        # text query's own path, then three steps.
         self._check_open()
         check_k(k)
         if _only_k(
