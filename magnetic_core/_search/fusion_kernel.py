@@ -230,16 +230,11 @@ def lexical_settled_top(
     if loose.shape[0] > 0 or top.shape[0] == 0:
         none = np.empty(0, np.float32)
         return join, (np.empty(0, np.int64), none, none, none, -1)
+    docs, pooled = _joined_pool(have, scores, top, joined, cosines)
     n, extra = have.shape[0], joined.shape[0]
-    docs = np.empty(n + extra, np.int64)
-    pooled = np.empty(n + extra, np.float32)
     bm25 = np.empty(n + extra, np.float32)
-    docs[:n] = have
-    pooled[:n] = scores
     bm25[:n] = at_pool
     for i in range(extra):
-        docs[n + i] = top[joined[i]]
-        pooled[n + i] = cosines[i]
         bm25[n + i] = top_vals[joined[i]]
     # as fusion divides them: the weight over the best BM25, both as Python floats
     scale = np.float32(lexical_weight / np.float64(top_vals[0]))
@@ -248,6 +243,27 @@ def lexical_settled_top(
         row_in_block, q, k, step, sds,
     )  # fmt: skip
     return join, (docs[rows], cosine, boosts, lexical, read)
+
+
+@njit(cache=True, nogil=True)
+def _joined_pool(
+    docs: np.ndarray,
+    scores: np.ndarray,
+    found: np.ndarray,
+    joined: np.ndarray,
+    cosines: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A pool's numbers and cosines with the ``joined`` of ``found`` after its rows, with
+    their ``cosines`` (what ``join_kernel.join_rows`` gives)."""
+    n, extra = docs.shape[0], joined.shape[0]
+    out_docs = np.empty(n + extra, np.int64)
+    out_scores = np.empty(n + extra, np.float32)
+    out_docs[:n] = docs
+    out_scores[:n] = scores
+    for i in range(extra):
+        out_docs[n + i] = found[joined[i]]
+        out_scores[n + i] = cosines[i]
+    return out_docs, out_scores
 
 
 @njit(cache=True, nogil=True)
@@ -346,14 +362,7 @@ def text_top(
         )
         if loose.shape[0] > 0:
             return failed
-        n, extra = docs.shape[0], joined.shape[0]
-        pool_docs = np.empty(n + extra, np.int64)
-        scores = np.empty(n + extra, np.float32)
-        pool_docs[:n] = docs
-        scores[:n] = approx
-        for i in range(extra):
-            pool_docs[n + i] = boosted[joined[i]]
-            scores[n + i] = cosines[i]
+        pool_docs, scores = _joined_pool(docs, approx, boosted, joined, cosines)
     else:
         pool_docs, scores = docs, approx
     _, ranking = lexical_settled_top(
