@@ -18,15 +18,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from magnetic_core._search.join_kernel import bm25_join, join_docs, merge_unique
+from magnetic_core._search.join_kernel import join_docs, joining, merge_unique
 from magnetic_core._search.kernels import (
     centroid_slots,
+    coded_rows,
     doc_rows,
+    exact_at,
     exact_prefix,
-    probe_coded,
+    probe_coded_qp,
     row_docs,
     top_k,
 )
+from magnetic_core._text.bm25 import bm25_pool
 
 __all__ = ["fused_top", "lexical_settled_top", "settled_top", "text_top"]
 
@@ -193,7 +196,9 @@ def lexical_settled_top(
     rows_of: tuple[np.ndarray, ...],
     addresses: np.ndarray,
     row_in_block: np.ndarray,
+    probe: tuple[np.ndarray, ...],
     q: np.ndarray,
+    qp: np.ndarray,
     scores: np.ndarray,
     pending: np.ndarray,
     boosted: np.ndarray,
@@ -204,14 +209,29 @@ def lexical_settled_top(
     sds: float,
 ) -> tuple[tuple, tuple]:  # type: ignore[type-arg]
     """The lexical stage of a text query and the settled ranking of its pool in one pass:
-    ``join_kernel.bm25_join`` of the query's postings against the pool's numbers ``have``,
-    the joined cells appended to the pool (after its rows, in the order of the best BM25
-    matches), then :func:`settled_top` of the whole pool, its lexical scale the weight over
-    the query's best BM25.
+    ``bm25.bm25_pool`` of the query's postings with the pool's numbers ``have``, the best
+    matches the pool lacks joined (``join_kernel.joining``: from any slot), then
+    :func:`settled_top` of the whole pool, its lexical scale the weight over the query's
+    best BM25.
+
+    The joined cells whose group's codes are current join as pending rows, after the
+    pool's pending rows, with their approximate cosines (``kernels.coded_rows``): like the
+    probe's, they are read exactly only while their ranking score may reach the best ``k``
+    (most best matches are far below it: at 100K Reuters cells, about 12 of a query's 50
+    come within 0.05 of its ``k``-th ranking score). The others join with their exact
+    cosines after the pool's rows.
 
     Args:
-        postings, have, n_top, rows_of, addresses, row_in_block, q: as ``bm25_join``
-            (``rows_of[2]`` is each arena row's block).
+        postings: the query's BM25 arguments up to the scratch row
+            (``BM25Queries.kernel_args``).
+        have: the pool's document numbers.
+        n_top: how many best BM25 matches.
+        rows_of: ``ScorerState.doc_row_args`` (``rows_of[2]``: each arena row's block,
+            ``[3]``: each block's slot, ``[5]``: each slot's staleness).
+        addresses, row_in_block: each block's address and each arena row's row in it.
+        probe: the scorer's probe arrays, ``slot_block`` to the codes' scales
+            (``ScorerState.probe_args()[:10]``).
+        q: the query vector (float32); ``qp``: the query in the codes' basis.
         scores: each pooled row's cosine (approximate for the pending rows).
         pending: the pending rows' arena rows (the pool's first rows).
         boosted, boost: as :func:`fused_top`.
@@ -219,30 +239,67 @@ def lexical_settled_top(
         k, step, sds: as :func:`settled_top`.
 
     Returns:
-        ``(join, ranking)``: ``bm25_join``'s six results, then ``(document numbers,
-        cosines, boost terms, lexical terms, pending rows read)`` of the best ``k`` rows
-        of the joined and settled pool, best first. When some best match has no current
-        row (``join``'s loose documents, found by id) or none was found, the ranking is
-        empty (and its count -1): the caller joins and ranks the pool itself.
+        ``(join, ranking)``: ``(top, top scores, scores of have, joined, their cosines,
+        loose)`` (the best matches and their BM25, best first; each pooled number's BM25;
+        the indices into ``top`` of the matches that join, and of those without a current
+        row, found by id), then ``(document numbers, cosines, boost terms, lexical terms,
+        pending rows read)`` of the best ``k`` rows of the joined and settled pool, best
+        first. When some best match has no current row or none was found, the ranking is
+        empty (and its count -1), and the joined matches' exact cosines are given: the
+        caller joins and ranks the pool itself (otherwise they are not).
     """
-    join = bm25_join(postings, have, n_top, rows_of, addresses, row_in_block, q)
-    top, top_vals, at_pool, joined, cosines, loose = join
+    top, top_vals, at_pool = bm25_pool(*postings, have, n_top)  # type: ignore[call-arg]
+    rows = doc_rows(top, *rows_of)
+    row_block, block_slot, stale = rows_of[2], rows_of[3], rows_of[5]
+    joined, loose = joining(top, rows, row_block, block_slot, np.zeros(0, np.bool_), have)
+    none = np.empty(0, np.float32)
     if loose.shape[0] > 0 or top.shape[0] == 0:
-        none = np.empty(0, np.float32)
-        return join, (np.empty(0, np.int64), none, none, none, -1)
-    docs, pooled = _joined_pool(have, scores, top, joined, cosines)
-    n, extra = have.shape[0], joined.shape[0]
-    bm25 = np.empty(n + extra, np.float32)
-    bm25[:n] = at_pool
+        cosines = exact_at(addresses, row_block, row_in_block, rows[joined], q)
+        failed = (np.empty(0, np.int64), none, none, none, -1)
+        return (top, top_vals, at_pool, joined, cosines, loose), failed
+    n, m, extra = have.shape[0], pending.shape[0], joined.shape[0]
+    coded = np.empty(extra, np.int64)
+    exact = np.empty(extra, np.int64)
+    a = e = 0
     for i in range(extra):
-        bm25[n + i] = top_vals[joined[i]]
+        if stale[block_slot[row_block[rows[joined[i]]]]]:
+            exact[e] = joined[i]
+            e += 1
+        else:
+            coded[a] = joined[i]
+            a += 1
+    coded, exact = coded[:a], exact[:e]
+    coded_rows_at = rows[coded]
+    approx = coded_rows(
+        coded_rows_at, row_block, probe[1], probe[2], probe[3], probe[4], probe[6], probe[7],
+        probe[8], probe[9], q, qp,
+    )  # fmt: skip
+    exact_cos = exact_at(addresses, row_block, row_in_block, rows[exact], q)
+    # The pool: its pending rows, the coded matches (pending too), its other rows, then
+    # the matches scored exactly.
+    docs = np.empty(n + extra, np.int64)
+    pooled = np.empty(n + extra, np.float32)
+    bm25 = np.empty(n + extra, np.float32)
+    docs[:m], pooled[:m], bm25[:m] = have[:m], scores[:m], at_pool[:m]
+    for i in range(a):
+        docs[m + i], pooled[m + i], bm25[m + i] = top[coded[i]], approx[i], top_vals[coded[i]]
+    docs[m + a : n + a], pooled[m + a : n + a], bm25[m + a : n + a] = (
+        have[m:], scores[m:], at_pool[m:],
+    )  # fmt: skip
+    for i in range(e):
+        at = n + a + i
+        docs[at], pooled[at], bm25[at] = top[exact[i]], exact_cos[i], top_vals[exact[i]]
+    pend = np.empty(m + a, np.int64)
+    pend[:m] = pending
+    pend[m:] = coded_rows_at
     # as fusion divides them: the weight over the best BM25, both as Python floats
     scale = np.float32(lexical_weight / np.float64(top_vals[0]))
-    rows, cosine, boosts, lexical, read = settled_top(
-        pooled, docs, boosted, boost, bm25, scale, pending, addresses, rows_of[2],
+    found, cosine, boosts, lexical, read = settled_top(
+        pooled, docs, boosted, boost, bm25, scale, pend, addresses, row_block,
         row_in_block, q, k, step, sds,
     )  # fmt: skip
-    return join, (docs[rows], cosine, boosts, lexical, read)
+    ranking = (docs[found], cosine, boosts, lexical, read)
+    return (top, top_vals, at_pool, joined, none, loose), ranking
 
 
 @njit(cache=True, nogil=True)
@@ -346,7 +403,7 @@ def text_top(
         held += sizes[s]
     if held <= least_cells:
         return failed
-    rows, approx = probe_coded(
+    rows, approx, qp = probe_coded_qp(
         slots, probe[0], probe[1], probe[2], probe[3], probe[4], probe[5], probe[6],
         probe[7], probe[8], probe[9], q, basis, budget, keep,
     )  # fmt: skip
@@ -366,8 +423,8 @@ def text_top(
     else:
         pool_docs, scores = docs, approx
     _, ranking = lexical_settled_top(
-        postings, pool_docs, n_top, rows_of, addresses, row_in_block, q, scores, rows,
-        boosted, boost, lexical_weight, k, step, sds,
+        postings, pool_docs, n_top, rows_of, addresses, row_in_block, probe, q, qp, scores,
+        rows, boosted, boost, lexical_weight, k, step, sds,
     )  # fmt: skip
     found, cosine, boosts, lexical, read = ranking
     if read < 0 or found.shape[0] < k:

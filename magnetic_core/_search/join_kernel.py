@@ -21,7 +21,7 @@ from magnetic_core._search.kernels import doc_rows
 from magnetic_core._search.pointers import dot_at, prefetch_row, widened
 from magnetic_core._text.bm25 import bm25_pool
 
-__all__ = ["bm25_join", "join_docs", "join_rows", "merge_unique"]
+__all__ = ["bm25_join", "join_docs", "join_rows", "joining", "merge_unique"]
 
 # Rows asked for ahead of the one scored (as the exact rerank does: a text query's best
 # BM25 matches that join, a median of 36, are nearly all asked for at once).
@@ -85,6 +85,33 @@ def join_rows(
         order, their exact cosines, and the indices of the documents without a row that the
         pool does not hold (their slot is found by id).
     """
+    joined, loose = joining(docs, rows, row_block, block_slot, probed, have)
+    m = joined.shape[0]
+    scores = np.empty(m, np.float32)
+    stride = q.shape[0] * 4
+    q64 = widened(q)
+    for t in range(min(_AHEAD, m)):
+        r = rows[joined[t]]
+        prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+    for t in range(m):
+        if t + _AHEAD < m:
+            r = rows[joined[t + _AHEAD]]
+            prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
+        r = rows[joined[t]]
+        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
+    return joined, scores, loose
+
+
+@njit(cache=True, nogil=True)
+def joining(
+    docs: np.ndarray,
+    rows: np.ndarray,
+    row_block: np.ndarray,
+    block_slot: np.ndarray,
+    probed: np.ndarray,
+    have: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`join_rows` without the cosines: ``(joined, loose)``."""
     n = docs.shape[0]
     pooled = _bitmap(have, docs)
     joined = np.empty(n, np.int64)
@@ -101,19 +128,7 @@ def join_rows(
         elif probed.shape[0] == 0 or probed[block_slot[row_block[r]]]:
             joined[m] = i
             m += 1
-    scores = np.empty(m, np.float32)
-    stride = q.shape[0] * 4
-    q64 = widened(q)
-    for t in range(min(_AHEAD, m)):
-        r = rows[joined[t]]
-        prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
-    for t in range(m):
-        if t + _AHEAD < m:
-            r = rows[joined[t + _AHEAD]]
-            prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
-        r = rows[joined[t]]
-        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
-    return joined[:m], scores, loose[:u]
+    return joined[:m], loose[:u]
 
 
 @njit(cache=True, nogil=True)

@@ -42,6 +42,7 @@ from magnetic_core._search.select_kernel import best_holding, top_k
 __all__ = [
     "block_scores",
     "code_scores",
+    "coded_rows",
     "doc_rows",
     "exact_at",
     "exact_prefix",
@@ -50,6 +51,7 @@ __all__ = [
     "listed_code_top",
     "plain_top",
     "probe_coded",
+    "probe_coded_qp",
     "probe_groups",
     "probe_top",
     "project",
@@ -689,6 +691,33 @@ def probe_coded(
     """The coded half of a probe: the slots' sub-lists ranked by the cosine of their mean
     (from its int8 code), the best ones holding ``budget`` cells scored by code; returns
     the best ``keep`` ``(arena rows, approximate cosines)``, best first."""
+    rows, approx, _ = probe_coded_qp(
+        slots, slot_block, block_first, block_end, list_code, list_scale, list_inv,
+        list_start, list_len, codes, scales, q, basis, budget, keep,
+    )  # fmt: skip
+    return rows, approx
+
+
+@njit(cache=True, nogil=True)
+def probe_coded_qp(
+    slots: np.ndarray,
+    slot_block: np.ndarray,
+    block_first: np.ndarray,
+    block_end: np.ndarray,
+    list_code: np.ndarray,
+    list_scale: np.ndarray,
+    list_inv: np.ndarray,
+    list_start: np.ndarray,
+    list_len: np.ndarray,
+    codes: np.ndarray,
+    scales: np.ndarray,
+    q: np.ndarray,
+    basis: np.ndarray,
+    budget: int,
+    keep: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`probe_coded` and the query in the codes' basis (what :func:`coded_rows`
+    takes)."""
     lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
     base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
     if total > budget:
@@ -698,7 +727,61 @@ def probe_coded(
         taken = best_holding(cos, list_len[lists], max(budget, 1))
         lists, base = lists[taken], base[taken]
     qp = project(q, basis)
-    return listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
+    rows, approx = listed_code_top(codes, scales, list_start, list_len, lists, base, qp, keep)
+    return rows, approx, qp
+
+
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def coded_rows(
+    rows: np.ndarray,
+    row_block: np.ndarray,
+    block_first: np.ndarray,
+    block_end: np.ndarray,
+    list_code: np.ndarray,
+    list_scale: np.ndarray,
+    list_start: np.ndarray,
+    list_len: np.ndarray,
+    codes: np.ndarray,
+    scales: np.ndarray,
+    q: np.ndarray,
+    qp: np.ndarray,
+) -> np.ndarray:
+    """Approximate cosines of arena rows anywhere in the arena, as :func:`listed_code_top`
+    scores a probed sub-list's rows: the cosine of the row's sub-list mean (from its int8
+    code, :func:`picked_scores`) plus the row's nibble code times ``qp`` (the query in the
+    codes' basis, :func:`project`). A row's sub-list is the one of its block whose rows
+    hold it (a block's sub-lists hold its rows in one run). One cache line of code a row
+    instead of its float vector: a text query's best BM25 matches that join the pool are
+    scored so, and read exactly only when their ranking score may reach the best ``k``.
+    """
+    n = rows.shape[0]
+    lists = np.empty(n, np.int64)
+    for t in range(n):
+        r = rows[t]
+        h = row_block[r]
+        j = block_first[h]
+        while j + 1 < block_end[h] and list_start[j + 1] <= r:
+            j += 1
+        if not list_start[j] <= r < list_start[j] + list_len[j]:
+            raise ValueError("coded_rows: a row outside its block's sub-lists")
+        lists[t] = j
+    base = picked_scores(list_code, list_scale, lists, q)
+    m = qp.shape[0]
+    half = codes.shape[1]
+    if half != (m + 1) // 2:
+        raise ValueError("nibble code rows and the query differ in rank")
+    q8, unit = _as_int8(qp)
+    q8 = np.concatenate((q8, np.zeros(2 * half - m, np.int8)))
+    offset = np.int64(0)
+    for c in range(m):
+        offset += 8 * np.int64(q8[c])
+    fixed = 2 * half == CODE_RANK
+    out = np.empty(n, np.float32)
+    for t in range(n):
+        r = rows[t]
+        acc = nibble_dot(codes, r, q8) if fixed else _nibbles_any(codes, r, q8)  # type: ignore[call-arg]
+        out[t] = base[t] + np.float32(np.int64(acc) - offset) * (scales[r] * unit)
+    return out
 
 
 @njit(cache=True, nogil=True)

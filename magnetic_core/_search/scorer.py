@@ -639,10 +639,13 @@ class Scorer:
         :func:`~magnetic_core._search.fusion_kernel.lexical_settled_top`)."""
         from magnetic_core._search.fusion_kernel import lexical_settled_top  # numba: loaded
 
+        assert self._basis is not None
+        st = self._state
+        kernels = _kernels()
         found = lexical_settled_top(
-            args, have, n_top, self._state.doc_row_args(lexical), *self._row_reads(), q,
-            pool_scores, pending, boosted, boost, lexical_weight, k, _kernels().RERANK_STEP,
-            RERANK_SDS,
+            args, have, n_top, st.doc_row_args(lexical), *self._row_reads(),
+            st.probe_args()[:10], q, kernels.project(q, self._basis), pool_scores, pending,
+            boosted, boost, lexical_weight, k, kernels.RERANK_STEP, RERANK_SDS,
         )  # fmt: skip
         return found  # type: ignore[no-any-return]
 

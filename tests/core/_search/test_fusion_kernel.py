@@ -130,13 +130,16 @@ def test_settled_top_settles_and_ranks_as_the_two_steps_do(seed, m, extra, k, bo
 )
 def test_lexical_settled_top_is_the_join_then_the_settled_ranking(seed, m, k, boost, sds):
     """The lexical stage, the join of its best matches and the settled ranking in one pass
-    give what ``bm25_join`` then ``settled_top`` of the joined pool give; with a best
-    match that has no current row (found by id), or none, the join alone and no ranking."""
+    give what ``bm25_join`` then ``settled_top`` of the joined pool give, the matches whose
+    slot's codes are current joining as pending rows with their code scores
+    (``coded_rows``) after the pool's pending rows; with a best match that has no current
+    row (found by id), or none, the join alone (with exact cosines) and no ranking."""
     from magnetic_core._search.fusion_kernel import lexical_settled_top
     from magnetic_core._search.join_kernel import bm25_join
+    from magnetic_core._search.kernels import coded_rows
 
     rng = np.random.default_rng(seed)
-    dim, n_numbers, n_slots = 6, 40, 6
+    dim, rank, n_numbers, n_slots = 6, 4, 40, 6
     sizes = rng.integers(10, 20, 5)  # a row for every number
     blocks = [rng.integers(-3, 4, (int(s), dim)).astype(np.float32) for s in sizes]
     addresses = np.array([b.ctypes.data for b in blocks], np.int64)
@@ -154,6 +157,18 @@ def test_lexical_settled_top_is_the_join_then_the_settled_ranking(seed, m, k, bo
     stale = rng.random(n_slots) < (0.3 if seed % 2 else 0.0)
     alive = np.ones(n_numbers, bool)
     rows_of = (table, doc_col, row_block, block_slot, slot_block, stale, alive)
+    # Each block's rows in two sub-lists, coded (nibble codes of rank 4).
+    cut = [int(rng.integers(0, s + 1)) for s in sizes]
+    lens = np.array([x for c, s in zip(cut, sizes, strict=True) for x in (c, s - c)], np.int64)
+    list_start = np.cumsum(lens) - lens
+    block_first = np.arange(0, 2 * len(blocks), 2, dtype=np.int64)
+    codes = rng.integers(0, 256, (n_rows, rank // 2)).astype(np.uint8)
+    probe = (
+        slot_block, block_first, block_first + 2,
+        rng.integers(-3, 4, (lens.shape[0], dim)).astype(np.int8),
+        np.full(lens.shape[0], 0.25, np.float32), np.ones(lens.shape[0], np.float32),
+        list_start, lens, codes, np.full(n_rows, 0.125, np.float32),
+    )  # fmt: skip
     kept = random_postings(rng, int(rng.integers(1, 4)), 40, n_numbers)
     acc = np.zeros(n_numbers, np.float32)
     postings = kernel_args(kept, rng.uniform(0.5, 3.0, len(kept)), n_numbers, acc)
@@ -162,27 +177,38 @@ def test_lexical_settled_top_is_the_join_then_the_settled_ranking(seed, m, k, bo
     scores = rng.integers(-4, 5, m + 6).astype(np.float32) / 4
     boosted = np.sort(rng.choice(n_numbers, 30, replace=False)).astype(np.int64)
     q = rng.integers(-2, 3, dim).astype(np.float32)
+    qp = rng.integers(-2, 3, rank).astype(np.float32)
     n_top, weight = 12, 0.4
     join, ranking = lexical_settled_top(
-        postings, have, n_top, rows_of, addresses, row_in_block, q, scores, pending, boosted,
-        np.float32(boost), weight, k, 4, sds,
+        postings, have, n_top, rows_of, addresses, row_in_block, probe, q, qp, scores,
+        pending, boosted, np.float32(boost), weight, k, 4, sds,
     )  # fmt: skip
     assert not acc.any()
     want_join = bm25_join(postings, have, n_top, rows_of, addresses, row_in_block, q)
-    for g, w in zip(join, want_join, strict=True):
-        np.testing.assert_array_equal(g, w)
     top, top_vals, at_pool, joined, cosines, loose = want_join
     if loose.shape[0] or not top.shape[0]:  # a match found by id, or none at all
+        for g, w in zip(join, want_join, strict=True):
+            np.testing.assert_array_equal(g, w)
         assert ranking[4] == -1 and all(r.shape[0] == 0 for r in ranking[:4])
         return
-    docs = np.concatenate([have, top[joined]])
-    pooled = np.concatenate([scores, cosines])
-    bm25 = np.concatenate([at_pool, top_vals[joined]])
+    for g, w in zip(join[:4] + join[5:], want_join[:4] + want_join[5:], strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert join[4].shape[0] == 0  # (not needed when the ranking is made)
+    rows = table[top[joined]]
+    current = ~stale[block_slot[row_block[rows]]]
+    approx = coded_rows(rows[current], row_block, *probe[1:5], *probe[6:10], q, qp)
+    docs = np.concatenate([have[:m], top[joined][current], have[m:], top[joined][~current]])
+    pooled = np.concatenate([scores[:m], approx, scores[m:], cosines[~current]])
+    bm25 = np.concatenate([at_pool[:m], top_vals[joined][current], at_pool[m:],
+                           top_vals[joined][~current]])  # fmt: skip
     scale = np.float32(weight / float(top_vals[0]))
-    rows, cos, boosts, lex, read = settled_top(
-        pooled, docs, boosted, np.float32(boost), bm25, scale, pending, addresses, row_block,
-        row_in_block, q, k, 4, sds,
+    got_rows, cos, boosts, lex, read = settled_top(
+        pooled, docs, boosted, np.float32(boost), bm25, scale,
+        np.concatenate([pending, rows[current]]), addresses, row_block, row_in_block, q, k,
+        4, sds,
     )  # fmt: skip
-    for g, w in zip(ranking, (docs[rows], cos, boosts, lex), strict=False):
+    for g, w in zip(ranking, (docs[got_rows], cos, boosts, lex), strict=False):
         np.testing.assert_array_equal(g, w)
     assert ranking[4] == read
+    if sds == float("inf"):  # every pending row read: the coded matches rank exactly
+        assert read == m + int(current.sum())

@@ -144,6 +144,65 @@ def test_listed_code_top_ranks_the_listed_rows_like_numpy(
     np.testing.assert_array_equal(got_approx, approx[best])
 
 
+@SETTINGS
+@given(
+    st.integers(1, 8),
+    st.integers(0, 2**31),
+    st.sampled_from([6, 384]),
+    st.sampled_from([8, kernels.CODE_RANK, 131]),
+)
+def test_coded_rows_score_any_rows_as_the_scan_scores_their_lists(
+    n_blocks: int, seed: int, dim: int, m: int
+) -> None:
+    """A row anywhere in the arena gets its sub-list mean's score (``picked_scores``) plus
+    its code's product with the query in int8 steps: what ``listed_code_top`` gives the
+    rows of a probed sub-list whose mean scored so."""
+    rng = np.random.default_rng(seed)
+    # Each block's sub-lists hold its rows in one run (empty ones included).
+    per_block = rng.integers(1, 5, n_blocks)
+    lens = rng.integers(0, 40, int(per_block.sum()))
+    lens[np.cumsum(per_block) - 1] += 1  # no block without rows
+    starts = np.cumsum(lens) - lens
+    block_first = np.cumsum(per_block) - per_block
+    block_end = np.cumsum(per_block)
+    held = [lens[f:e].sum() for f, e in zip(block_first, block_end, strict=True)]
+    row_block = np.repeat(np.arange(n_blocks), held)
+    codes, scales, entries = _nibbles(rng, int(lens.sum()), m)
+    list_code = rng.integers(-127, 128, (lens.shape[0], dim)).astype(np.int8)
+    list_scale = (2.0 ** rng.integers(-9, -5, lens.shape[0])).astype(np.float32)
+    q = rng.standard_normal(dim).astype(np.float32)
+    qp = rng.integers(-2, 3, m).astype(np.float32)
+    rows = rng.integers(0, row_block.shape[0], int(rng.integers(0, 50))).astype(np.int64)
+    got = kernels.coded_rows(rows, row_block, block_first, block_end, list_code, list_scale,
+                             starts, lens, codes, scales, q, qp)  # fmt: skip
+    holder = np.searchsorted(starts, rows, side="right") - 1
+    for t, j in enumerate(holder):  # past empty lists: the one that holds the row
+        while not starts[j] <= rows[t] < starts[j] + lens[j]:
+            j -= 1
+        holder[t] = j
+    for t in range(rows.shape[0]):
+        j = holder[t]
+        base = kernels.picked_scores(list_code, list_scale, np.array([j]), q)
+        scan_rows, scan_approx = kernels.listed_code_top(
+            codes, scales, starts, lens, np.array([j]), base, qp, int(lens[j])
+        )
+        assert got[t] == scan_approx[scan_rows.tolist().index(rows[t])]
+    q8, unit = _int8_query(qp)
+    products = (entries[rows].astype(np.int64) @ q8).astype(np.float32)
+    base = kernels.picked_scores(list_code, list_scale, holder, q)
+    np.testing.assert_array_equal(got, base + products * (scales[rows] * np.float32(unit)))
+
+
+def test_coded_rows_refuses_a_row_its_block_does_not_hold() -> None:
+    codes, scales, _ = _nibbles(np.random.default_rng(0), 10, 8)
+    with pytest.raises(ValueError, match="outside its block"):
+        kernels.coded_rows(
+            np.array([7]), np.zeros(10, np.int64), np.zeros(1, np.int64), np.ones(1, np.int64),
+            np.ones((1, 6), np.int8), np.ones(1, np.float32), np.zeros(1, np.int64),
+            np.array([5]), codes, scales, np.ones(6, np.float32), np.ones(8, np.float32),
+        )  # fmt: skip
+
+
 def _int8_query(qp: np.ndarray) -> tuple[np.ndarray, float]:
     """The code scan's query, as documented: ``qp`` in int8 steps of a power of two, its
     largest entry 64 to 127 steps (rounded half to even, as numpy rounds)."""
