@@ -79,6 +79,12 @@ _SIGNS: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = (
 # "://" too), a capital before a digit, a file extension (the signs above, in one search).
 _ANY_SIGN = re.compile(r"[/@#_-]|:\\|[A-Z][0-9]|" + _EXT.pattern, re.IGNORECASE)
 _CAMEL_ONLY = tuple(s for s in _SIGNS if s[0] is _CAMEL)
+# Any sign at all, camel case's too: an ASCII lower-case letter or digit before an ASCII
+# capital, which every camel-case match holds (``_CAMEL``'s ranges are ASCII). Most texts
+# show none, and then one search, not two, sends them straight to the capitalised
+# phrases (an 8-word query's entities: 37 us after a probe, of which 8 us for the camel
+# sign alone).
+_ANY_OR_CAMEL = re.compile(r"(?-i:[a-z0-9][A-Z])|" + _ANY_SIGN.pattern, re.IGNORECASE)
 _QUOTES = ".,;:!?'\"()[]{}"
 _SENTENCE_END = ".!?:\n\"'"
 
@@ -131,8 +137,11 @@ def extract_entities(text: str) -> list[str]:
         found[value] = None
         spans.spans.append((start, end))
 
-    # Most texts show none of the signs but, maybe, camel case's: one search says so.
-    signs = _SIGNS if _ANY_SIGN.search(text) is not None else _CAMEL_ONLY
+    # Most texts show no sign at all, or none but camel case's: one search says so.
+    if _ANY_OR_CAMEL.search(text) is None:
+        signs: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = ()
+    else:
+        signs = _SIGNS if _ANY_SIGN.search(text) is not None else _CAMEL_ONLY
     for pattern, sign in signs:
         if not sign(text):
             continue

@@ -74,9 +74,10 @@ def test_a_large_log_is_stored_whole_and_found_by_its_entities(tmp_path, hashing
 
 
 def test_the_one_search_for_signs_skips_no_pattern_that_would_match(monkeypatch):
-    """A text in which one search finds no sign of the patterns but camel case's skips
-    them: its entities are those of checking every pattern's sign, for texts with each
-    kind of entity and for random texts of the characters the signs look for."""
+    """A text in which one search finds no sign of the patterns skips them, and one with
+    no sign but camel case's skips all but camel case: its entities are those of checking
+    every pattern's sign, for texts with each kind of entity and for random texts of the
+    characters the signs look for."""
     from magnetic_core._text import entities
 
     rng = random.Random(11)
@@ -92,6 +93,8 @@ def test_the_one_search_for_signs_skips_no_pattern_that_would_match(monkeypatch)
         "snake_case_name",
         "camelCaseName",
         "HTTPServer",
+        "iPhone 15",
+        "naïveBayes",
         "Ada Lovelace",
         "Q4 results",
         "non-callable bond",
@@ -108,6 +111,8 @@ def test_the_one_search_for_signs_skips_no_pattern_that_would_match(monkeypatch)
     texts = pieces + [" ".join(rng.sample(pieces, 3)) for _ in range(200)]
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(500)]
     found = [entities.extract_entities(t) for t in texts]
-    monkeypatch.setattr(entities, "_ANY_SIGN", re.compile(""))  # every sign checked
+    # every sign checked, camel case's too
+    monkeypatch.setattr(entities, "_ANY_SIGN", re.compile(""))
+    monkeypatch.setattr(entities, "_ANY_OR_CAMEL", re.compile(""))
     assert found == [entities.extract_entities(t) for t in texts]
     assert any(found)  # (the texts have entities to find)
