@@ -9,7 +9,9 @@ passes over the numbers. The best BM25 matches join the same way. :func:`join_do
 the numbers' rows in the same call (as two calls, with the Python between them, the join of
 a text query's best BM25 matches cost about 0.1 ms at 100K cells, the caches cold from the
 probe). :func:`bm25_join` scores a text query's words and joins their best matches in one
-call. Tested against numpy in ``tests/core/_search/test_kernels.py``.
+call; a pool whose probed cells still wait for their exact cosines finds its joins by
+:func:`joining` and scores them by code (``fusion_kernel.lexical_settled_top``). Tested
+against numpy in ``tests/core/_search/test_kernels.py``.
 """
 
 from __future__ import annotations

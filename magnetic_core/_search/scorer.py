@@ -634,9 +634,11 @@ class Scorer:
         lexical_weight: float,
         k: int,
     ) -> tuple[tuple[np.ndarray, ...], Ranking]:
-        """:meth:`lexical_join` of a pending pool, then the pool settled and ranked
-        (:meth:`settled_top`) in the same call: ``(join, ranking)`` (see
-        :func:`~magnetic_core._search.fusion_kernel.lexical_settled_top`)."""
+        """:meth:`lexical_join` of a pending pool (its best matches scored by code, pending
+        too), then the pool settled and ranked (:meth:`settled_top`) in the same call:
+        ``(join, ranking)`` (see
+        :func:`~magnetic_core._search.fusion_kernel.lexical_settled_top`; the joined
+        matches' exact cosines come back only when there is no ranking)."""
         from magnetic_core._search.fusion_kernel import lexical_settled_top  # numba: loaded
 
         assert self._basis is not None
