@@ -30,7 +30,7 @@ import numpy as np
 from magnetic_core._search.sublists import ranges
 from magnetic_core._text.bm25_query import BM25Queries
 from magnetic_core._text.flat_postings import DocTerms, FlatPostings
-from magnetic_core._text.tokenize import index_terms, stem, terms
+from magnetic_core._text.tokenize import distinct_terms, index_terms, stem, terms
 
 __all__ = ["LexicalIndex", "index_terms", "stem"]
 
@@ -41,9 +41,7 @@ _DOCS = "q"
 _NUMBERINGS = itertools.count()
 
 
-@functools.lru_cache(maxsize=256)
-def _query_terms(text: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(index_terms(text)))
+_query_terms = functools.lru_cache(maxsize=256)(distinct_terms)
 
 
 class LexicalIndex(BM25Queries):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
+
 from magnetic_core._text.lexical import LexicalIndex
-from magnetic_core._text.tokenize import STOPWORDS, index_terms, stem, terms
+from magnetic_core._text.tokenize import STOPWORDS, distinct_terms, index_terms, stem, terms
 
 
 def test_terms_are_lower_cased_content_words_in_order():
@@ -64,3 +66,17 @@ def test_a_word_ending_in_a_digit_is_its_own_stem_as_snowball_says():
     for word in words:
         for token in _WORD.findall(word):  # as the tokenizer cuts them
             assert stem(token) == snowball.stemWord(token), token
+
+
+def test_a_querys_distinct_terms_are_its_indexed_terms_without_repeats():
+    """``distinct_terms`` (a query's BM25 terms, one pass) is ``index_terms`` with each
+    term kept at its first appearance, for texts of every kind of word."""
+    rng = random.Random(5)
+    words = ["Painted", "painting", "the", "a", "x", "don't", "ABC123", "v2", "2024",
+             "Researchers", "researched", "Q4", "walls", "wall", "café", "naïve", "s",
+             "mln", "deploy.sh", "INV-2024-0042", "it's", "'quoted'", "STUDIES"]  # fmt: skip
+    texts = ["", "the a x", *words]
+    texts += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 25))) for _ in range(300)]
+    for text in texts:
+        assert distinct_terms(text) == tuple(dict.fromkeys(index_terms(text)))
+    assert distinct_terms("Painted paintings, painted walls") == ("paint", "wall")
