@@ -27,7 +27,7 @@ from magnetic_core._search.kernels import (
     doc_rows,
     exact_at,
     exact_prefix,
-    probe_coded_qp,
+    probe_coded,
     row_docs,
     top_k,
 )
@@ -406,7 +406,7 @@ def text_top(
         held += sizes[s]
     if held <= least_cells:
         return failed
-    rows, approx, qp = probe_coded_qp(
+    rows, approx, qp = probe_coded(
         slots, probe[0], probe[1], probe[2], probe[3], probe[4], probe[5], probe[6],
         probe[7], probe[8], probe[9], q, basis, budget, keep,
     )  # fmt: skip

@@ -51,7 +51,6 @@ __all__ = [
     "listed_code_top",
     "plain_top",
     "probe_coded",
-    "probe_coded_qp",
     "probe_groups",
     "probe_top",
     "project",
@@ -687,37 +686,11 @@ def probe_coded(
     basis: np.ndarray,
     budget: int,
     keep: int,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The coded half of a probe: the slots' sub-lists ranked by the cosine of their mean
     (from its int8 code), the best ones holding ``budget`` cells scored by code; returns
-    the best ``keep`` ``(arena rows, approximate cosines)``, best first."""
-    rows, approx, _ = probe_coded_qp(
-        slots, slot_block, block_first, block_end, list_code, list_scale, list_inv,
-        list_start, list_len, codes, scales, q, basis, budget, keep,
-    )  # fmt: skip
-    return rows, approx
-
-
-@njit(cache=True, nogil=True)
-def probe_coded_qp(
-    slots: np.ndarray,
-    slot_block: np.ndarray,
-    block_first: np.ndarray,
-    block_end: np.ndarray,
-    list_code: np.ndarray,
-    list_scale: np.ndarray,
-    list_inv: np.ndarray,
-    list_start: np.ndarray,
-    list_len: np.ndarray,
-    codes: np.ndarray,
-    scales: np.ndarray,
-    q: np.ndarray,
-    basis: np.ndarray,
-    budget: int,
-    keep: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`probe_coded` and the query in the codes' basis (what :func:`coded_rows`
-    takes)."""
+    the best ``keep`` ``(arena rows, approximate cosines)``, best first, and the query in
+    the codes' basis (:func:`project`; what :func:`coded_rows` takes)."""
     lists, total = _slot_lists(slots, slot_block, block_first, block_end, list_len)
     base, cos = list_scores(list_code, list_scale, list_inv, lists, q)
     if total > budget:
@@ -810,7 +783,7 @@ def probe_top(
     """The scorer's whole probe in one call: :func:`probe_coded`, then the best ``keep``
     scored exactly (or the part of them :func:`exact_prefix` reads with ``sds`` finite);
     returns the best ``k`` ``(arena rows, exact scores)``, best first."""
-    picked, approx = probe_coded(
+    picked, approx, _ = probe_coded(
         slots, slot_block, block_first, block_end, list_code, list_scale, list_inv,
         list_start, list_len, codes, scales, q, basis, budget, keep,
     )  # fmt: skip

@@ -507,7 +507,7 @@ class Scorer:
         st = self._state
         slots, extra_ids, extra = self._without_stale(index, slots, q, keep)
         args = st.probe_args()[:10]  # up to the codes and their scales
-        rows, approx = _kernels().probe_coded(slots, *args, q, self._basis, budget, keep)
+        rows, approx, _ = _kernels().probe_coded(slots, *args, q, self._basis, budget, keep)
         docs = st.cell_docs(rows, lexical)
         if extra_ids:
             docs = np.concatenate([docs, lexical.numbers(extra_ids)])
