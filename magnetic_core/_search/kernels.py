@@ -201,16 +201,8 @@ def listed_code_top(
         total += list_len[lists[t]]
     rows = np.empty(total, np.int64)
     approx = np.empty(total, np.float32)
-    m = qp.shape[0]
     half = codes.shape[1]
-    if half != (m + 1) // 2:
-        raise ValueError("nibble code rows and the query differ in rank")
-    q8, unit = _as_int8(qp)
-    # The query as the two halves of a row see it (a zero under an odd rank's last nibble).
-    q8 = np.concatenate((q8, np.zeros(2 * half - m, np.int8)))
-    offset = np.int64(0)
-    for c in range(m):
-        offset += 8 * np.int64(q8[c])
+    q8, unit, offset = _nibble_query(qp, half)
     at = 0
     n_lists = lists.shape[0]
     address = codes.ctypes.data
@@ -251,6 +243,23 @@ def listed_code_top(
             r += 1
     best = top_k(approx, keep)
     return rows[best], approx[best]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _nibble_query(qp: np.ndarray, half: int) -> tuple[np.ndarray, np.float32, np.int64]:
+    """The query as nibble code rows of ``half`` bytes are multiplied by: ``qp`` in int8
+    steps (:func:`_as_int8`) as the two halves of a row see it (a zero under an odd rank's
+    last nibble), the step's value, and the nibbles' offset (``8 * sum(q8)``), taken away
+    once per row."""
+    m = qp.shape[0]
+    if half != (m + 1) // 2:
+        raise ValueError("nibble code rows and the query differ in rank")
+    q8, unit = _as_int8(qp)
+    q8 = np.concatenate((q8, np.zeros(2 * half - m, np.int8)))
+    offset = np.int64(0)
+    for c in range(m):
+        offset += 8 * np.int64(q8[c])
+    return q8, unit, offset
 
 
 # The code rank the scan is specialised for (``MemoryConfig.sketch_rank``'s default): its
@@ -739,15 +748,8 @@ def coded_rows(
             raise ValueError("coded_rows: a row outside its block's sub-lists")
         lists[t] = j
     base = picked_scores(list_code, list_scale, lists, q)
-    m = qp.shape[0]
     half = codes.shape[1]
-    if half != (m + 1) // 2:
-        raise ValueError("nibble code rows and the query differ in rank")
-    q8, unit = _as_int8(qp)
-    q8 = np.concatenate((q8, np.zeros(2 * half - m, np.int8)))
-    offset = np.int64(0)
-    for c in range(m):
-        offset += 8 * np.int64(q8[c])
+    q8, unit, offset = _nibble_query(qp, half)
     fixed = 2 * half == CODE_RANK
     out = np.empty(n, np.float32)
     for t in range(n):
