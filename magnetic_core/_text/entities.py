@@ -82,8 +82,7 @@ _CAMEL_ONLY = tuple(s for s in _SIGNS if s[0] is _CAMEL)
 # Any sign at all, camel case's too: an ASCII lower-case letter or digit before an ASCII
 # capital, which every camel-case match holds (``_CAMEL``'s ranges are ASCII). Most texts
 # show none, and then one search, not two, sends them straight to the capitalised
-# phrases (an 8-word query's entities: 37 us after a probe, of which 8 us for the camel
-# sign alone).
+# phrases (the entities of an 8-word query after a probe: 29.6 -> 25.6 us).
 _ANY_OR_CAMEL = re.compile(r"(?-i:[a-z0-9][A-Z])|" + _ANY_SIGN.pattern, re.IGNORECASE)
 _QUOTES = ".,;:!?'\"()[]{}"
 _SENTENCE_END = ".!?:\n\"'"
