@@ -25,17 +25,18 @@ def kernel_args(
     acc: np.ndarray,
 ) -> tuple:
     """The BM25 kernels' arguments for ``kept`` (as ``BM25Queries.kernel_args`` gives them:
-    addresses, counts, weights, mean length 4, k1 1.2, b 0.75); the caller keeps the
+    one row per term, mean length 4, k1 1.2, b 0.75); the caller keeps the
     arrays alive until the kernels have run."""
-    return (
-        np.array([x.ctypes.data for x, _, _ in kept], np.int64),
-        np.array([f.ctypes.data for _, f, _ in kept], np.int64),
-        np.array([n.ctypes.data for _, _, n in kept], np.int64),
-        np.array([x.shape[0] for x, _, _ in kept], np.int64),
-        np.asarray(weights, np.float32),
-        4.0,
-        1.2,
-        0.75,
-        n_numbers,
-        acc,
-    )
+    return terms_table(kept, weights), 4.0, 1.2, 0.75, n_numbers, acc
+
+
+def terms_table(
+    kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]], weights: np.ndarray
+) -> np.ndarray:
+    """The kernels' ``terms`` for ``kept`` and their ``weights``: per term the addresses of
+    its numbers, term frequencies and lengths, its count and its weight's float64 bits."""
+    table = np.empty((len(kept), 5), np.int64)
+    for t, (docs, tfs, lens) in enumerate(kept):
+        table[t, :4] = docs.ctypes.data, tfs.ctypes.data, lens.ctypes.data, docs.shape[0]
+    table[:, 4] = np.asarray(weights, np.float64).view(np.int64)
+    return table

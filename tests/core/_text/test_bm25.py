@@ -7,6 +7,8 @@ import pytest
 
 from magnetic_core._text.bm25 import bm25_pool, bm25_scores
 
+from .._search.postings import terms_table
+
 
 def _reference(postings, weights, lengths, avgdl, k1, b):
     """Per document: the sum over query terms of ``w * tf / (tf + k1 (1 - b + b len / avg))``."""
@@ -27,23 +29,17 @@ def _with_lengths(postings, lengths):
     ]
 
 
-def _addresses(postings):
-    """The kernels' ``(doc_at, tf_at, len_at, counts)`` for (docs, tfs, lens) arrays (the
-    caller keeps the arrays alive)."""
-    return (
-        np.array([d.ctypes.data for d, _, _ in postings], np.int64),
-        np.array([f.ctypes.data for _, f, _ in postings], np.int64),
-        np.array([n.ctypes.data for _, _, n in postings], np.int64),
-        np.array([d.shape[0] for d, _, _ in postings], np.int64),
-    )
+def _addresses(postings, weights):
+    """The kernels' ``terms`` for (docs, tfs, lens) arrays and their weights (the caller
+    keeps the arrays alive)."""
+    return terms_table(postings, weights)
 
 
 def _call(postings, weights, lengths, avgdl, k1=1.2, b=0.75):
     postings = _with_lengths(postings, lengths)
     acc = np.zeros(len(lengths) + 3, np.float32)  # as the index keeps it
     found = bm25_scores(
-        *_addresses(postings),
-        np.asarray(weights, np.float32),
+        _addresses(postings, weights),
         avgdl,
         k1,
         b,
@@ -93,7 +89,7 @@ def test_one_scratch_row_serves_queries_of_different_stores_in_turn():
         tfs = rng.integers(1, 4, docs.shape[0]).astype(np.float32)
         w = np.array([2.0], np.float32)
         kept = _with_lengths([(docs, tfs)], lengths)
-        got_docs, got = bm25_scores(*_addresses(kept), w, 10.0, 1.2, 0.75, n_docs, acc)
+        got_docs, got = bm25_scores(_addresses(kept, w), 10.0, 1.2, 0.75, n_docs, acc)
         want_docs, want = _reference([(docs, tfs)], [2.0], lengths, 10.0, 1.2, 0.75)
         assert got_docs.tolist() == want_docs.tolist()
         np.testing.assert_allclose(got, want, rtol=2e-6)
@@ -124,7 +120,7 @@ def test_bm25_pool_gives_the_best_and_the_pools_scores_of_the_same_pass(
     pool = rng.integers(-3, n_docs + 5, 60)  # absent, negative and too large numbers too
     acc = np.zeros(n_docs + 1, np.float32)
     kept = _with_lengths(postings, lengths)
-    args = (*_addresses(kept), weights, 4.0, 1.2, 0.75, n_docs, acc)
+    args = (_addresses(kept, weights), 4.0, 1.2, 0.75, n_docs, acc)
     top, top_vals, at_pool = bm25_pool(*args, pool, n_top)
     assert not acc.any()
     all_docs, all_vals = bm25_scores(*args)
