@@ -4,17 +4,18 @@ One pass over the query terms' postings, in query-term order, summing each docum
 in float32 into a dense scratch row and listing the documents touched, then either every
 match in number order from a bitmap of the list (:func:`bm25_scores`) or only the best
 (:func:`bm25_pool`): no per-term temporaries, no sort of the matches. The postings are read
-where the index keeps them, by address (one row per term: its columns' addresses, its
-count and its weight): gathering them into one array first cost a 25-word query at 100K
-cells 0.1 ms, about a third of the stage. Each posting carries its document's length, read in the same order as
-its number: looked up by number, the lengths were a second random read per posting beside
-the scratch row's (in a text query at 100K cells, the pass with its arguments took a median
-of 196 us against 235 us before; 4 bytes more per posting, 8 MB there). A document's length
-never changes under its number: a re-added cell gets a new one. The scratch row is the
-caller's and is left zeroed again (only the touched entries are written back), so a query
-allocates no row the size of the store: a fresh 800 KB row per query at 100K documents cost
-its page faults and pushed the scorer's arrays out of cache (float32, the row is 400 KB
-there; a sum of a query's few dozen terms keeps float32's precision).
+where the index keeps them, by address (one row per term: its columns' addresses, its count
+and its weight): gathering them into one array first cost a 25-word query at 100K cells 0.1
+ms, about a third of the stage. Each posting carries its document's length, read in the
+same order as its number: looked up by number, the lengths were a second random read per
+posting beside the scratch row's (in a text query at 100K cells, the pass with its
+arguments took a median of 196 us against 235 us before; 4 bytes more per posting, 8 MB
+there). A document's length never changes under its number: a re-added cell gets a new one.
+The scratch row is the caller's and is left zeroed again (only the touched entries are
+written back), so a query allocates no row the size of the store: a fresh 800 KB row per
+query at 100K documents cost its page faults and pushed the scorer's arrays out of cache
+(float32, the row is 400 KB there; a sum of a query's few dozen terms keeps float32's
+precision).
 Tested against the numpy formula in ``tests/core/_text/test_bm25.py``.
 """
 
