@@ -127,36 +127,39 @@ def extract_entities(text: str) -> list[str]:
         ['ada@example.org', 'config.yaml', 'ask ada lovelace', 'ada lovelace']
     """
     found: dict[str, None] = {}
-    spans = _Spans()
-
-    def keep(value: str, start: int, end: int) -> None:
-        value = value.strip(_QUOTES).lower()
-        if len(value) < 2 or value in found:
-            return
-        found[value] = None
-        spans.spans.append((start, end))
-
-    # Most texts show no sign at all, or none but camel case's: one search says so.
+    # Most texts show no sign at all, or none but camel case's: one search says so. With
+    # none, only capitalised phrases are kept, and nothing kept before covers them.
     if _ANY_OR_CAMEL.search(text) is None:
-        signs: tuple[tuple[re.Pattern[str], Callable[[str], bool]], ...] = ()
-    else:
-        signs = _SIGNS if _ANY_SIGN.search(text) is not None else _CAMEL_ONLY
+        _capitalised(text, None, found)
+        return list(found)
+    spans = _Spans()
+    signs = _SIGNS if _ANY_SIGN.search(text) is not None else _CAMEL_ONLY
     for pattern, sign in signs:
         if not sign(text):
             continue
         spans.freeze()
         for m in pattern.finditer(text):
             start, end = m.span()
-            if not spans.covered(start, end):
-                keep(m.group(0), start, end)
+            if not spans.covered(start, end) and _kept(found, m.group(0)):
+                spans.spans.append((start, end))
                 if pattern is _PATH:
                     # "where is deploy.sh?" should find ".../bin/deploy.sh" too.
                     base = re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1]
-                    if "." in base.strip("."):
-                        keep(base, start, end)
+                    if "." in base.strip(".") and _kept(found, base):
+                        spans.spans.append((start, end))
     spans.freeze()
-    _capitalised(text, spans, keep)
+    _capitalised(text, spans, found)
     return list(found)
+
+
+def _kept(found: dict[str, None], value: str) -> bool:
+    """Keep ``value`` in ``found`` (stripped of quotes and punctuation, lower-cased): False
+    when it is shorter than two characters or already there."""
+    value = value.strip(_QUOTES).lower()
+    if len(value) < 2 or value in found:
+        return False
+    found[value] = None
+    return True
 
 
 @functools.lru_cache(maxsize=256)
@@ -170,11 +173,13 @@ def query_entities(text: str) -> tuple[str, ...]:
     return tuple(extract_entities(text))
 
 
-def _capitalised(text: str, spans: _Spans, keep: Callable[[str, int, int], None]) -> None:
-    """Keep the capitalised phrases of ``text`` outside the spans already kept (names)."""
+def _capitalised(text: str, spans: _Spans | None, found: dict[str, None]) -> None:
+    """Keep the capitalised phrases of ``text`` outside the ``spans`` already kept (names;
+    None: nothing kept yet) in ``found``. They are the last entities kept: their spans
+    are not recorded."""
     for m in _CAPS.finditer(text):
-        start, end = m.span()
-        if spans.covered(start, end):
+        start = m.start()
+        if spans is not None and spans.covered(start, m.end()):
             continue
         words = m.group(0).split()
         while words and words[0].lower() in _STOP_CAPS:
@@ -186,10 +191,10 @@ def _capitalised(text: str, spans: _Spans, keep: Callable[[str, int, int], None]
         # A lone capitalised word at a sentence start is usually not a name.
         if len(words) == 1 and at_start and not _ACRONYM.fullmatch(phrase):
             continue
-        keep(phrase, start, end)
+        _kept(found, phrase)
         if len(words) > 1 and at_start:
             # "Ask Ada Lovelace": the first word may be capitalised only by position.
-            keep(" ".join(words[1:]), start, end)
+            _kept(found, " ".join(words[1:]))
 
 
 def _sentence_start(text: str, pos: int) -> bool:
