@@ -80,20 +80,3 @@ def test_a_querys_distinct_terms_are_its_indexed_terms_without_repeats():
     for text in texts:
         assert distinct_terms(text) == tuple(dict.fromkeys(index_terms(text)))
     assert distinct_terms("Painted paintings, painted walls") == ("paint", "wall")
-
-
-def test_stop_words_and_single_letters_stay_out_of_a_querys_terms_and_keep_their_stems():
-    """The stem cache holds stop words and one-letter words with no stem, so a query's
-    words are sorted by one look-up; ``stem`` still gives their Snowball stems and never
-    stores one over that mark."""
-    import snowballstemmer
-
-    from magnetic_core._text import tokenize
-
-    snowball = snowballstemmer.stemmer("english")
-    marked = sorted(w for w in STOPWORDS if tokenize._WORD.fullmatch(w)) + list("az09")
-    for word in marked:
-        assert distinct_terms(f"{word} {word.upper()} lake") == ("lake",), word
-        assert stem(word) == (word if word.isdigit() else snowball.stemWord(word)), word
-        assert stem(word) != "" and tokenize._STEMS[word] == ""
-    assert index_terms("about the lakes") == ["lake"]
