@@ -128,7 +128,8 @@ def extract_entities(text: str) -> list[str]:
     """
     found: dict[str, None] = {}
     # Most texts show no sign at all, or none but camel case's: one search says so. With
-    # none, only capitalised phrases are kept, and nothing kept before covers them.
+    # none, only capitalised phrases are kept, and nothing kept before covers them (no
+    # spans or closure made: 8-word queries after a probe 18.0 -> 14.4 us, alternated).
     if _ANY_OR_CAMEL.search(text) is None:
         _capitalised(text, None, found)
         return list(found)
