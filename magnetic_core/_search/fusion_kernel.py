@@ -35,6 +35,11 @@ from magnetic_core._text.bm25 import bm25_pool
 
 __all__ = ["fused_top", "lexical_settled_top", "settled_top", "text_top"]
 
+# Steps of a settling's pending rows ordered first (:func:`settled_top`): a text query at
+# 100K cells reads a median of 64 of its 290 or so, and ordering all of them took 5.9 us
+# (the whole compiled call 262.6 -> 256.2 us alternated, the same hits).
+_SETTLE_HEAD = 4
+
 
 @njit(cache=True, nogil=True)
 def fused_top(
@@ -144,23 +149,31 @@ def settled_top(
     for i in range(m):
         bonus[i] = boosts[i] + lexical[i]
         key[i] = scores[i] + bonus[i]
-    order = top_k(key, m)
     others = np.empty(n - m, np.float32)
     for i in range(m, n):
         others[i - m] = (scores[i] + boosts[i]) + lexical[i]
-    exact = exact_prefix(
-        addresses,
-        row_block,
-        row_in_block,
-        pending[order],
-        scores[:m][order],
-        bonus[order],
-        others,
-        q,
-        k,
-        step,
-        sds,
-    )
+    # Most settlings stop within their first few steps: the best rows are ordered first,
+    # and all of them only when those were all read (then the prefix is read again, as
+    # the order of all would have it: the same rows, the same cosines).
+    head = min(m, _SETTLE_HEAD * max(step, 1))
+    while True:
+        order = top_k(key, head)
+        exact = exact_prefix(
+            addresses,
+            row_block,
+            row_in_block,
+            pending[order],
+            scores[:m][order],
+            bonus[order],
+            others,
+            q,
+            k,
+            step,
+            sds,
+        )
+        if exact.shape[0] < head or head == m:
+            break
+        head = m
     # The settled pool: the pending rows read, in pool order, with their exact cosines,
     # then the rows that were exact already.
     read = exact.shape[0]
