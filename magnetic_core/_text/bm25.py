@@ -32,8 +32,11 @@ __all__ = ["bm25_pool", "bm25_scores"]
 # Postings whose scratch entry is asked for ahead of the one added: the entries are scattered
 # over the row, which a probe has just pushed out of cache. An 8-word query's pass at 100K
 # cells, caches emptied first: 80 us with none, 66-72 us 16 ahead, 67-70 us 32, 78 us 64
-# or 8 (41-47 us against 46-49 us with the caches warm).
-_ACC_AHEAD = 16
+# or 8 (41-47 us against 46-49 us with the caches warm). Session 42, after a probe, the
+# terms as packed rows (300 queries x 4, distances alternated, medians): 8 ahead 23.2 us,
+# 16 22.5-22.6, 24 20.4, 32 19.9-20.1, 48 20.7, 64 22.7; with the best matches' pass
+# after it 39.5-40.0 us at 16, 35.5-36.1 at 32.
+_ACC_AHEAD = 32
 # Touched entries the best matches' pass asks for ahead of the one it reads: the pass
 # follows the order they were first touched, all over the row, after the accumulation's
 # postings have pushed many of them out of the nearest cache. An 8-word query's pass at
