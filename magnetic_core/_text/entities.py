@@ -141,13 +141,15 @@ def extract_entities(text: str) -> list[str]:
         spans.freeze()
         for m in pattern.finditer(text):
             start, end = m.span()
-            if not spans.covered(start, end) and _kept(found, m.group(0)):
+            if spans.covered(start, end):
+                continue
+            if _kept(found, m.group(0)):
                 spans.spans.append((start, end))
-                if pattern is _PATH:
-                    # "where is deploy.sh?" should find ".../bin/deploy.sh" too.
-                    base = re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1]
-                    if "." in base.strip(".") and _kept(found, base):
-                        spans.spans.append((start, end))
+            if pattern is _PATH:
+                # "where is deploy.sh?" should find ".../bin/deploy.sh" too.
+                base = re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1]
+                if "." in base.strip(".") and _kept(found, base):
+                    spans.spans.append((start, end))
     spans.freeze()
     _capitalised(text, spans, found)
     return list(found)
