@@ -19,15 +19,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from magnetic_core._search.kernels import doc_rows
-from magnetic_core._search.pointers import dot_at, prefetch_row, widened
+from magnetic_core._search.kernels import doc_rows, exact_at
 from magnetic_core._text.bm25 import bm25_pool
 
 __all__ = ["bm25_join", "join_docs", "join_rows", "joining", "merge_unique"]
-
-# Rows asked for ahead of the one scored (as the exact rerank does: a text query's best
-# BM25 matches that join, a median of 36, are nearly all asked for at once).
-_AHEAD = 32
 
 
 @njit(cache=True, nogil=True)
@@ -88,20 +83,7 @@ def join_rows(
         pool does not hold (their slot is found by id).
     """
     joined, loose = joining(docs, rows, row_block, block_slot, probed, have)
-    m = joined.shape[0]
-    scores = np.empty(m, np.float32)
-    stride = q.shape[0] * 4
-    q64 = widened(q)
-    for t in range(min(_AHEAD, m)):
-        r = rows[joined[t]]
-        prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
-    for t in range(m):
-        if t + _AHEAD < m:
-            r = rows[joined[t + _AHEAD]]
-            prefetch_row(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, stride)
-        r = rows[joined[t]]
-        scores[t] = dot_at(addresses[row_block[r]] + np.int64(row_in_block[r]) * stride, q64)
-    return joined, scores, loose
+    return joined, exact_at(addresses, row_block, row_in_block, rows[joined], q), loose
 
 
 @njit(cache=True, nogil=True)
