@@ -228,7 +228,7 @@ def _boosted(pool: Pool, start: int, stages: Stages, catalog: Catalog) -> np.nda
     lexical = catalog.lexical
     n = len(pool) - start
     if pool.has_docs_only():
-        boosted_docs = stages.boosted_docs(lexical)
+        boosted_docs = stages.boosted_docs(catalog)
         # Membership in the sorted boosted numbers by one search (np.isin costs ten
         # times more on a few hundred numbers).
         if not boosted_docs.shape[0]:
@@ -316,7 +316,7 @@ def boost_terms(
     """What the compiled rankings read of the entity boost: ``(boosted cells' document
     numbers ascending, boost)``; no numbers and 0 when the boost is off."""
     if stages.boosting and plan.entity_boost != 0.0:
-        return stages.boosted_docs(catalog.lexical), np.float32(plan.entity_boost)
+        return stages.boosted_docs(catalog), np.float32(plan.entity_boost)
     return _NO_DOCS, np.float32(0.0)
 
 

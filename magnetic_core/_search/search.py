@@ -39,7 +39,7 @@ from magnetic_core._search.candidates import Candidate, by_cosine, candidates, p
 from magnetic_core._search.exact import Pool, exact_pool, group_sizes, matvec
 from magnetic_core._search.fusion import _NO_DOCS, boost_terms, rank, settle, settled_rank
 from magnetic_core._search.scorer import FULL_SCAN_SHARE, Scorer, _kernels
-from magnetic_core._search.stages import Stages, boosted_docs, entity_cells_of, entity_docs
+from magnetic_core._search.stages import Stages, boosted_docs, entity_cells_of
 from magnetic_core._store.catalog import Catalog
 from magnetic_core._text.lexical import LexicalIndex
 from magnetic_core.filters import Predicate
@@ -244,8 +244,8 @@ def text_search(
         return None
     boosting, routing = entity_cells_of(catalog, plan)
     boost = plan.entity_boost if boosting else 0.0
-    boosted = boosted_docs(lexical, boosting) if boost != 0.0 else _NO_DOCS
-    routes = [entity_docs(lexical, e, cells) for e, cells in routing]
+    boosted = boosted_docs(catalog, boosting) if boost != 0.0 else _NO_DOCS
+    routes = [catalog.entity_docs(e) for e, _ in routing]
     keep = max(plan.rerank, 4 * plan.k)
     return ready.text(
         plan.vector, group_sizes(index), plan.n_probe, group_cells, 16 * keep,
@@ -437,7 +437,7 @@ def _extend_boosted(
     index: HierIndex, catalog: Catalog, stages: Stages, scorer: Scorer, pool: Pool, q: np.ndarray
 ) -> None:
     """Add the boosted cells of the probed groups to a pool named by document number."""
-    docs = stages.boosted_docs(catalog.lexical)
+    docs = stages.boosted_docs(catalog)
     if docs.shape[0]:
         probed = np.zeros(len(index.slot_groups), bool)
         probed[stages.slots] = True

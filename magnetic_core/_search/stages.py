@@ -4,7 +4,6 @@ cells an entity boosts, and the BM25 scores of the query's words.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Stages",
     "boosted_docs",
-    "entity_docs",
     "entity_stage",
     "entity_cells_of",
 ]
@@ -113,12 +111,12 @@ class Stages:
             self._boosted = cells
         return cells
 
-    def boosted_docs(self, lexical: LexicalIndex) -> np.ndarray:
-        """The boosted cells' document numbers in ``lexical``, ascending (made once per
-        query: :func:`boosted_docs`)."""
+    def boosted_docs(self, catalog: Catalog) -> np.ndarray:
+        """The boosted cells' document numbers in ``catalog.lexical``, ascending (made once
+        per query: :func:`boosted_docs`)."""
         docs = self._boosted_docs
         if docs is None:
-            docs = self._boosted_docs = boosted_docs(lexical, self.boosting)
+            docs = self._boosted_docs = boosted_docs(catalog, self.boosting)
         return docs
 
     def plain(self, plan: SearchPlan) -> bool:
@@ -163,10 +161,10 @@ def entity_cells_of(
     return boosting, routing
 
 
-def boosted_docs(lexical: LexicalIndex, boosting: list[tuple[str, set[str]]]) -> np.ndarray:
+def boosted_docs(catalog: Catalog, boosting: list[tuple[str, set[str]]]) -> np.ndarray:
     """The document numbers of the cells of the boosting entities (:func:`entity_cells_of`)
-    in ``lexical``, ascending, from each entity's numbers (kept until the index changes)."""
-    parts = [entity_docs(lexical, e, cells) for e, cells in boosting]
+    in ``catalog.lexical``, ascending, from each entity's numbers (``Catalog.entity_docs``)."""
+    parts = [catalog.entity_docs(e) for e, _ in boosting]
     if not parts:
         return np.empty(0, np.int64)
     docs = parts[0]
@@ -180,15 +178,6 @@ def boosted_docs(lexical: LexicalIndex, boosting: list[tuple[str, set[str]]]) ->
     return docs
 
 
-# Per lexical index: (its generation, entity -> its cells' document numbers, ascending).
-# A text query's entities are mostly the store's recurring names, and the commonest are
-# held by thousands of cells: their numbers looked up by id cost a query at 100K cells
-# 0.25 ms. Every change of the catalog's cells passes through the lexical index, which
-# then moves its generation, so the numbers kept are those of the current cells.
-_ENTITY_DOCS: weakref.WeakKeyDictionary[LexicalIndex, tuple[int, dict[str, np.ndarray]]] = (
-    weakref.WeakKeyDictionary()
-)
-_ENTITY_DOCS_MAX = 4096  # entities kept per index (then forgotten all at once)
 
 
 def _slots_of(
@@ -200,24 +189,10 @@ def _slots_of(
     if scorer is None:
         return [loc[c].slot for c in cells if c in loc]
     lexical = catalog.lexical
-    docs = entity_docs(lexical, entity, cells)
+    docs = catalog.entity_docs(entity)
     rows = scorer.doc_rows(docs, lexical)
     held = rows >= 0
     found = scorer.row_slots(rows[held]).tolist()
     if not held.all():
         found += [loc[c].slot for c in lexical.cids_of(docs[~held]) if c in loc]
     return found
-
-
-def entity_docs(lexical: LexicalIndex, entity: str, cells: set[str]) -> np.ndarray:
-    """The document numbers of ``cells`` (the cells holding ``entity``), ascending."""
-    kept = _ENTITY_DOCS.get(lexical)
-    if kept is None or kept[0] != lexical.generation or len(kept[1]) >= _ENTITY_DOCS_MAX:
-        kept = (lexical.generation, {})
-        _ENTITY_DOCS[lexical] = kept
-    docs = kept[1].get(entity)
-    if docs is None:
-        docs = np.sort(lexical.numbers(list(cells)))
-        docs = docs[np.searchsorted(docs, 0) :]
-        kept[1][entity] = docs
-    return docs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -95,6 +96,13 @@ class Catalog:
         self.lexical = lexical if lexical is not None else LexicalIndex()
         lazy = columns is not None and len(columns) > 0
         self._entity_cells: dict[str, set[str]] | None = None if lazy else defaultdict(set)
+        # Entity -> its cells' BM25 document numbers, ascending, made from the entity index
+        # when first asked for and kept with it from then on (a new cell's number is the
+        # largest yet: appended, they stay in order), until the lexical index numbers its
+        # cells anew (its ``numbering``). Looked up by id for each query, the numbers of a
+        # text query's entities cost it a median of 46 us at 100K cells (up to 1.6 ms).
+        self._entity_docs: dict[str, array[int]] | None = None
+        self._docs_numbering = -1
         self._threads: Threads | None = None if lazy else Threads()
         self._building = threading.Lock()  # searches build the lazy parts under a read lock
         self._labels: dict[str, tuple[int, str, tuple[str, ...], list[str]]] = {}
@@ -127,6 +135,35 @@ class Catalog:
                     self._threads = threads
         return self._threads
 
+    def entity_docs(self, entity: str) -> np.ndarray:
+        """The BM25 document numbers of the cells holding ``entity``, ascending (int64, the
+        caller's own copy; empty when no cell holds it)."""
+        held = self._docs_by_entity().get(entity)
+        if held is None:
+            return np.empty(0, np.int64)
+        return np.frombuffer(held, np.int64).copy()  # (a view would pin the array's size)
+
+    def _docs_by_entity(self) -> dict[str, array[int]]:
+        """:meth:`entity_docs`' arrays, made from the entity index when missing or when the
+        lexical index has numbered its cells anew since."""
+        lexical = self.lexical
+        docs = self._entity_docs
+        if docs is not None and self._docs_numbering == lexical.numbering:
+            return docs
+        entity_cells = self.entity_cells
+        with self._building:
+            docs = self._entity_docs
+            if docs is None or self._docs_numbering != lexical.numbering:
+                number = lexical.number_of
+                docs = {}
+                for entity, cells in entity_cells.items():
+                    found = sorted(d for d in map(number, cells) if d >= 0)
+                    if found:
+                        docs[entity] = array("q", found)
+                self._docs_numbering = lexical.numbering
+                self._entity_docs = docs
+        return docs
+
     def put(self, cid: str, record: CellRecord) -> None:
         entity_cells, threads = self.entity_cells, self.threads  # built before any change
         if cid in self.records:
@@ -138,12 +175,22 @@ class Catalog:
         threads.add(cid, record.metadata, record.created_at)
         for entity in record.entities:
             entity_cells[entity].add(cid)
+        docs = self._kept_docs()
+        if docs is not None and record.entities:
+            doc = self.lexical.number_of(cid)
+            for entity in dict.fromkeys(record.entities):
+                held = docs.get(entity)
+                if held is None:
+                    docs[entity] = array("q", (doc,))
+                else:
+                    held.append(doc)  # the largest number yet
 
     def drop(self, cid: str) -> CellRecord | None:
         entity_cells, threads = self.entity_cells, self.threads
         record = self.records.pop(cid, None)
         if record is None:
             return None
+        doc = self.lexical.number_of(cid)
         self.lexical.remove(cid)
         threads.remove(cid)
         for entity in record.entities:
@@ -152,11 +199,29 @@ class Catalog:
                 cells.discard(cid)
                 if not cells:
                     del entity_cells[entity]
+        docs = self._kept_docs()
+        if docs is not None and doc >= 0:
+            for entity in record.entities:
+                held = docs.get(entity)
+                if held is not None and doc in held:
+                    held.remove(doc)
+                    if not held:
+                        del docs[entity]
         return record
+
+    def _kept_docs(self) -> dict[str, array[int]] | None:
+        """The entity numbers to keep up to date after a change of the lexical index: None
+        when none are made, or when the change numbered the cells anew (they are then
+        made again when next asked for)."""
+        docs = self._entity_docs
+        if docs is not None and self._docs_numbering != self.lexical.numbering:
+            self._entity_docs = docs = None
+        return docs
 
     def clear(self) -> None:
         self.records.clear()
         self._entity_cells = defaultdict(set)
+        self._entity_docs = None
         self.lexical.clear()
         self._threads = Threads()
         self._labels.clear()

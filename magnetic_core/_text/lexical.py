@@ -243,6 +243,10 @@ class LexicalIndex(BM25Queries):
             map(self._docno.get, cids, itertools.repeat(-1)), np.int64, count=len(cids)
         )
 
+    def number_of(self, cid: str) -> int:
+        """A cell's document number (-1 for a cell not indexed)."""
+        return self._docno.get(cid, -1)
+
     def cids_of(self, docs: np.ndarray) -> list[str]:
         """The cell ids of live document numbers (from :meth:`numbers` or :meth:`scores`)."""
         cids = self._cids

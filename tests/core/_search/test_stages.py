@@ -101,23 +101,6 @@ def test_an_exclusion_makes_the_ranking_not_plain(store):
     assert not stages.plain(_plan(q, exclude=frozenset({"c1"})))
 
 
-def test_an_entitys_document_numbers_are_kept_until_the_lexical_index_changes():
-    from magnetic_core._search.stages import entity_docs
-
-    lex = LexicalIndex()
-    for i in range(20):
-        lex.add(f"c{i}", f"word {i}")
-    cells = {"c3", "c9", "c1"}
-    docs = entity_docs(lex, "ada", cells)
-    np.testing.assert_array_equal(docs, np.sort(lex.numbers(sorted(cells))))
-    assert entity_docs(lex, "ada", cells) is docs  # kept
-    lex.add("c9", "other words")  # c9 gets a new number
-    cells.add("c12")
-    again = entity_docs(lex, "ada", cells)
-    np.testing.assert_array_equal(again, np.sort(lex.numbers(sorted(cells))))
-    assert again is not docs and again.shape[0] == 4
-
-
 def test_boosted_cells_and_their_numbers_are_the_union_of_the_boosting_entities(store):
     index, catalog = store.mem._index, store.mem._catalog
     q = unit(np.random.default_rng(7))
@@ -126,5 +109,5 @@ def test_boosted_cells_and_their_numbers_are_the_union_of_the_boosting_entities(
     stages = Stages.of(index, catalog, plan, _probe(index, q, 1))
     want = set().union(*(catalog.entity_cells[e] for e in names))
     assert stages.boosted == want
-    docs = stages.boosted_docs(catalog.lexical)
+    docs = stages.boosted_docs(catalog)
     np.testing.assert_array_equal(docs, np.sort(catalog.lexical.numbers(sorted(want))))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from magnetic_core._store.catalog import Catalog, CellRecord
@@ -25,6 +26,49 @@ def test_entity_index_follows_puts_and_drops():
     cat.drop("a")
     assert cat.cells_with(["deploy.sh"], max_share=1.0) == set()
     assert "deploy.sh" not in cat.entity_cells
+
+
+def _numbers_by_id(cat: Catalog) -> dict[str, list[int]]:
+    """Each entity's document numbers looked up by id, as a search once did per query."""
+    return {
+        e: sorted(cat.lexical.numbers(sorted(cells)).tolist())
+        for e, cells in cat.entity_cells.items()
+    }
+
+
+def test_entity_numbers_follow_puts_upserts_drops_and_renumbering():
+    rng = random.Random(5)
+    names = [f"name{i}" for i in range(30)]
+    cat = Catalog()
+    first_numbering = cat.lexical.numbering
+    live: list[str] = []
+    asked = 0
+    for step in range(6000):
+        if live and rng.random() < (0.7 if step > 3000 else 0.3):
+            cid = live.pop(rng.randrange(len(live)))
+            cat.drop(cid)
+        else:
+            cid = f"c{rng.randrange(2500)}"  # an id may come back: an upsert
+            if cid not in live:
+                live.append(cid)
+            ents = tuple(rng.sample(names, rng.randrange(4)))
+            cat.put(cid, _record(f"text {step}", ents))
+        if step % 97 == 0:  # asked for now and then, so kept through the changes between
+            asked += 1
+            for entity, want in _numbers_by_id(cat).items():
+                got = cat.entity_docs(entity)
+                assert got.dtype == np.int64 and got.tolist() == want, (step, entity)
+    assert asked > 50
+    # the drops after step 3000 left under half the numbers live: the index renumbered
+    assert cat.lexical.numbering != first_numbering
+    for entity, want in _numbers_by_id(cat).items():
+        assert cat.entity_docs(entity).tolist() == want
+    assert cat.entity_docs("nobody").shape == (0,)
+    got = cat.entity_docs(names[0])
+    got[:] = -5  # the caller's own copy
+    assert cat.entity_docs(names[0]).tolist() == _numbers_by_id(cat).get(names[0], [])
+    cat.clear()
+    assert cat.entity_docs(names[0]).shape == (0,)
 
 
 def test_entities_in_too_many_cells_do_not_route():
