@@ -178,8 +178,6 @@ def boosted_docs(catalog: Catalog, boosting: list[tuple[str, set[str]]]) -> np.n
     return docs
 
 
-
-
 def _slots_of(
     index: HierIndex, catalog: Catalog, scorer: Scorer | None, entity: str, cells: set[str]
 ) -> list[int]:
