@@ -18,7 +18,7 @@ best k (text / vector at 100K: 1.55x -> 1.51x alternated, session 41).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
 
 from magnetic_core._search.join_kernel import join_docs, joining, merge_unique
 from magnetic_core._search.kernels import (
@@ -31,9 +31,10 @@ from magnetic_core._search.kernels import (
     row_docs,
     top_k,
 )
+from magnetic_core._search.pointers import void_ptr
 from magnetic_core._text.bm25 import bm25_pool
 
-__all__ = ["fused_top", "lexical_settled_top", "settled_top", "text_top"]
+__all__ = ["fused_top", "lexical_settled_top", "settled_top", "text_top", "text_top_at"]
 
 # Steps of a settling's pending rows ordered first (:func:`settled_top`): a text query at
 # 100K cells reads a median of 64 of its 290 or so, and ordering all of them took 5.9 us
@@ -454,3 +455,65 @@ def text_top(
         # last: its 0.0 makes a sum of -0.0 the candidates' 0.0)
         ranked[i] = ((np.float64(cosine[i]) + np.float64(boosts[i])) + np.float64(lexical[i])) + 0.0
     return best, cosine, boosts, ranked, slots.shape[0], True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _vector(table: np.ndarray, i: int, dtype):  # type: ignore[no-untyped-def]
+    """Row ``i`` of a ``static_args`` table as a 1-D array of ``dtype``."""
+    return carray(void_ptr(table[i, 0]), (table[i, 1],), dtype)  # type: ignore[call-arg]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _matrix(table: np.ndarray, i: int, dtype):  # type: ignore[no-untyped-def]
+    """Row ``i`` of a ``static_args`` table as a 2-D C-ordered array of ``dtype``."""
+    return carray(void_ptr(table[i, 0]), (table[i, 1], table[i, 2]), dtype)  # type: ignore[call-arg]
+
+
+@njit(cache=True, nogil=True)
+def text_top_at(
+    table: np.ndarray,
+    use_tree: bool,
+    spread: int,
+    n_probe: int,
+    min_cells: int,
+    least_cells: int,
+    routes: np.ndarray,
+    q: np.ndarray,
+    budget: int,
+    keep: int,
+    join_boosted: bool,
+    boosted: np.ndarray,
+    boost: np.float32,
+    postings: tuple,  # type: ignore[type-arg]  # numba: a heterogeneous tuple
+    n_top: int,
+    lexical_weight: float,
+    k: int,
+    step: int,
+    sds: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool]:
+    """:func:`text_top` with the scorer's arrays read from ``table``
+    (``static_args.TEXT_LAYOUT``: one row of address and extents per array, in that
+    order; the arrays must stay where they are during the call)."""
+    i8, u8, f32, i64, i32, b1 = np.int8, np.uint8, np.float32, np.int64, np.int32, np.bool_
+    tree = (
+        _matrix(table, 2, i8), _vector(table, 3, f32), _vector(table, 4, i64),
+        _vector(table, 5, i64), _matrix(table, 6, i8), _vector(table, 7, f32),
+    )  # fmt: skip
+    probe = (
+        _vector(table, 9, i64), _vector(table, 10, i64), _vector(table, 11, i64),
+        _matrix(table, 12, i8), _vector(table, 13, f32), _vector(table, 14, f32),
+        _vector(table, 15, i64), _vector(table, 16, i64), _matrix(table, 17, u8),
+        _vector(table, 18, f32),
+    )  # fmt: skip
+    rows_of = (
+        _vector(table, 19, i64), _vector(table, 20, i64), _vector(table, 21, i32),
+        _vector(table, 22, i64), _vector(table, 23, i64), _vector(table, 24, b1),
+        _vector(table, 25, b1),
+    )  # fmt: skip
+    return text_top(
+        _matrix(table, 0, i8), _vector(table, 1, f32), tree, use_tree, spread,
+        _vector(table, 8, i64), n_probe, min_cells, least_cells, routes, probe, q,
+        _matrix(table, 28, f32), budget, keep, join_boosted, boosted, boost, postings, n_top,
+        rows_of, _vector(table, 26, i64), _vector(table, 27, i32), lexical_weight, k, step,
+        sds,
+    )  # fmt: skip

@@ -25,6 +25,7 @@ __all__ = [
     "nibble_dot",
     "nibble_rows",
     "prefetch_row",
+    "void_ptr",
     "widened",
 ]
 
@@ -53,6 +54,14 @@ def i64_ptr(typingctx, address):  # type: ignore[no-untyped-def]
     if not isinstance(address, types.Integer):
         return None
     return types.CPointer(types.int64)(address), _pointer_codegen
+
+
+@intrinsic
+def void_ptr(typingctx, address):  # type: ignore[no-untyped-def]
+    """An untyped pointer from an integer address (for ``numba.carray`` with a dtype)."""
+    if not isinstance(address, types.Integer):
+        return None
+    return types.voidptr(address), _pointer_codegen
 
 
 @intrinsic

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from magnetic_core._search.centroid_tree import CentroidTree
+from magnetic_core._search.static_args import TEXT_LAYOUT, StaticArgs
 from magnetic_core._search.sublists import quantize, ranges
 
 if TYPE_CHECKING:
@@ -105,6 +106,9 @@ class ScorerState:
         # Clusters of the centroids, in stores of many groups (replaced whole when changed).
         self.tree: CentroidTree | None = None
         self._probe_args: tuple[np.ndarray, ...] | None = None
+        # The arrays a text query's compiled call reads (these and a few of the index's and
+        # the scorer's), as one table of addresses kept between calls (``Scorer.text``).
+        self.text_args = StaticArgs(TEXT_LAYOUT)
 
     def probe_args(self) -> tuple[np.ndarray, ...]:
         """The arrays :func:`~magnetic_core._search.kernels.probe_top` reads, from

@@ -336,16 +336,35 @@ def test_a_text_query_whose_best_words_lie_in_changed_groups_ranks_as_the_steps_
     assert runs[0] == runs[1]
 
 
-def test_a_text_query_in_one_call_ranks_as_the_staged_search(monkeypatch) -> None:
+@pytest.mark.parametrize("via", ["table", "arrays"])
+def test_a_text_query_in_one_call_ranks_as_the_staged_search(monkeypatch, via: str) -> None:
     """``text_search`` (the entity stage, then the centroid stage to the ranking in one
     compiled call) gives the ids, groups, cosines and ranking scores of ``run_search``:
     with and without an entity that routes and boosts (by a positive, a negative or no
     boost), whatever the query's words. It leaves to the staged search what it cannot
     answer: a filter, a route asked for, words no cell holds, and probed groups changed
-    since they were coded."""
+    since they were coded. The same whether the scorer's arrays reach the call as one
+    table of addresses or as arrays (when one is not of the type the table holds)."""
+    from magnetic_core._search import fusion_kernel
+    from magnetic_core._search import scorer as scorer_module
     from magnetic_core._search.scorer import Scorer
     from magnetic_core._search.search import text_search
+    from magnetic_core._search.static_args import StaticArgs
     from magnetic_core._store.record import CellRecord
+
+    calls = {"table": 0, "arrays": 0}
+    for name, kernel, held in (
+        ("table", fusion_kernel.text_top_at, "_TEXT_TOP_AT"),
+        ("arrays", fusion_kernel.text_top, "_TEXT_TOP"),
+    ):
+
+        def counted(*args, _kernel=kernel, _name=name):  # type: ignore[no-untyped-def]
+            calls[_name] += 1
+            return _kernel(*args)
+
+        monkeypatch.setattr(scorer_module, held, counted)
+    if via == "arrays":
+        monkeypatch.setattr(StaticArgs, "table", lambda self, arrays: None)
 
     vecs, index, catalog = _worded_store(queries=30, seed=9)
     scorer = Scorer(16, 32)
@@ -398,3 +417,4 @@ def test_a_text_query_in_one_call_ranks_as_the_staged_search(monkeypatch) -> Non
     while not scorer.is_settled(index):
         run_search(index, catalog, routed, scorer)
     assert all(same(plan_of(j)) for j in range(30))
+    assert calls[via] >= 60 and calls["arrays" if via == "table" else "table"] == 0
