@@ -38,6 +38,7 @@ _CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z
 _SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _CAPS = re.compile(r"\b[A-Z][\w'&-]*[a-z0-9][\w'&-]*(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][\w'&-]*)*")
 _ACRONYM = re.compile(r"\b[A-Z]{2,6}s?\b")
+_ASCII_UPPER = re.compile(r"[A-Z]")  # (every phrase of ``_CAPS`` starts with one)
 
 # Capitalised words that start sentences or are too common to name anything.
 _STOP_CAPS = COMMON_WORDS
@@ -131,7 +132,11 @@ def extract_entities(text: str) -> list[str]:
     # none, only capitalised phrases are kept, and nothing kept before covers them (no
     # spans or closure made: 8-word queries after a probe 18.0 -> 14.4 us, alternated).
     if _ANY_OR_CAMEL.search(text) is None:
-        _capitalised(text, None, found)
+        # With no capital past the first character, the one phrase there can be is a
+        # single word starting the text, which names nothing unless it is an acronym (two
+        # capitals at least): so nothing is kept. Most queries are such sentences.
+        if _ASCII_UPPER.search(text, 1) is not None:
+            _capitalised(text, None, found)
         return list(found)
     spans = _Spans()
     signs = _SIGNS if _ANY_SIGN.search(text) is not None else _CAMEL_ONLY

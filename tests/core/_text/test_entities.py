@@ -6,6 +6,8 @@ import random
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from magnetic_core import MagneticMemory, MemoryConfig
 from magnetic_core._text.entities import extract_entities
@@ -116,3 +118,32 @@ def test_the_one_search_for_signs_skips_no_pattern_that_would_match(monkeypatch)
     monkeypatch.setattr(entities, "_ANY_OR_CAMEL", re.compile(""))
     assert found == [entities.extract_entities(t) for t in texts]
     assert any(found)  # (the texts have entities to find)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["the", "The", "A", "a", "It", "Ada", "NASA", "USA", "IBMs", "US", "I", "École",
+             "école", "of", "van", "O'Brien", "AT&T", "1987", "March", ".", "!", ",", "\n"]
+        ),
+        max_size=8,
+    ),
+    st.booleans(),
+)  # fmt: skip
+def test_a_text_without_signs_keeps_the_capitalised_phrases_a_full_pass_finds(words, lead):
+    """Texts with no sign of the other patterns go straight to the capitalised phrases,
+    and those with no capital past their first character skip even that: the same
+    entities as the full pass over the phrases."""
+    from magnetic_core._text import entities
+
+    text = (" " if lead else "") + " ".join(words)
+    assert entities._ANY_OR_CAMEL.search(text) is None
+    found: dict[str, None] = {}
+    entities._capitalised(text, None, found)
+    assert extract_entities(text) == list(found)
+
+
+def test_a_sentence_capitalised_only_by_position_names_nothing_and_an_acronym_does():
+    assert extract_entities("Minimum subscription would be for 400 shares with") == []
+    assert extract_entities("IBMs said it would") == ["ibms"]
+    assert extract_entities("The talks with Ada went well") == ["ada"]
