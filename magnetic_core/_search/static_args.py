@@ -12,6 +12,8 @@ type the kernel reads (the caller then passes the arrays themselves).
 
 from __future__ import annotations
 
+from operator import is_
+
 import numpy as np
 
 __all__ = ["TEXT_LAYOUT", "StaticArgs"]
@@ -62,38 +64,34 @@ class StaticArgs:
 
     def __init__(self, layout: tuple[tuple[np.dtype, int], ...]) -> None:
         self._layout = layout
-        # (the arrays' ids, the arrays, the table or None when one is not of its type)
-        self._kept: tuple[tuple[int, ...], tuple[np.ndarray, ...], np.ndarray | None] = (
-            (),
-            (),
-            None,
-        )
+        # (the arrays, the table or None when one is not of its type)
+        self._kept: tuple[tuple[np.ndarray, ...], np.ndarray | None] = ((), None)
 
     def table(self, arrays: tuple[np.ndarray, ...]) -> np.ndarray | None:
         """The table for ``arrays`` (in layout order), or None when one is not a C-ordered
         array of its row's dtype and dimensions. The arrays must not move while a call
         reads the table: they are held here until other arrays replace them."""
-        ids = tuple(map(id, arrays))
         kept = self._kept
-        if ids == kept[0]:
-            return kept[2]
+        # (the same objects, one by one: ids compared as a tuple cost twice the time)
+        if len(arrays) == len(kept[0]) and all(map(is_, arrays, kept[0])):
+            return kept[1]
         table = _made(arrays, self._layout, kept)
-        self._kept = (ids, arrays, table)
+        self._kept = (arrays, table)
         return table
 
 
 def _made(
     arrays: tuple[np.ndarray, ...],
     layout: tuple[tuple[np.dtype, int], ...],
-    kept: tuple[tuple[int, ...], tuple[np.ndarray, ...], np.ndarray | None],
+    kept: tuple[tuple[np.ndarray, ...], np.ndarray | None],
 ) -> np.ndarray | None:
     """A table of ``arrays``' addresses and extents, rows of unchanged arrays copied."""
     if len(arrays) != len(layout):
         raise ValueError(f"{len(arrays)} arrays for a table of {len(layout)}")
-    old_ids, _, old = kept
+    old_arrays, old = kept
     table = np.zeros((len(arrays), 3), np.int64)
     for i, (a, (dtype, ndim)) in enumerate(zip(arrays, layout, strict=True)):
-        if old is not None and i < len(old_ids) and old_ids[i] == id(a):
+        if old is not None and i < len(old_arrays) and old_arrays[i] is a:
             table[i] = old[i]
             continue
         if a.dtype != dtype or a.ndim != ndim or not a.flags.c_contiguous:
