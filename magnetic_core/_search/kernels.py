@@ -463,20 +463,31 @@ def doc_rows(
     ``table[d]`` is the newest row recorded for number ``d``; it counts only if the row
     still names ``d`` (``doc_col``), ``d`` is alive, and the row's block is the one its
     slot points at now and that slot is not stale.
+
+    Three passes over the numbers, each reading one step of every number's chain (row,
+    then block, then slot), so the reads of different numbers overlap: one number's six
+    dependent reads after another's cost the boosted cells of a text query's entities
+    (over 500 of them) 48.9 us against 29.1 us at 100K cells, after a probe.
     """
     n = docs.shape[0]
     out = np.full(n, -1, np.int64)
-    for i in range(n):
+    rows = np.empty(n, np.int64)
+    for i in range(n):  # the newest row of each live number
         d = docs[i]
-        if d < 0 or d >= table.shape[0] or d >= alive.shape[0] or not alive[d]:
-            continue
-        r = table[d]
-        if r < 0 or doc_col[r] != d:
-            continue
-        h = row_block[r]
-        s = block_slot[h]
-        if 0 <= s < slot_block.shape[0] and slot_block[s] == h and not stale[s]:
-            out[i] = r
+        r = -1
+        if 0 <= d < table.shape[0] and d < alive.shape[0] and alive[d]:
+            r = table[d]
+        rows[i] = r
+    blocks = np.empty(n, np.int64)
+    for i in range(n):  # the row still names the number: its block
+        r = rows[i]
+        blocks[i] = row_block[r] if r >= 0 and doc_col[r] == docs[i] else -1
+    for i in range(n):  # the block is its slot's current one, and the slot not stale
+        h = blocks[i]
+        if h >= 0:
+            s = block_slot[h]
+            if 0 <= s < slot_block.shape[0] and slot_block[s] == h and not stale[s]:
+                out[i] = rows[i]
     return out
 
 
