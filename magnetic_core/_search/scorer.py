@@ -462,10 +462,13 @@ class Scorer:
         addresses, row_in_block = self._row_reads()
         probe = st.probe_args()[:10]
         rows_of = st.doc_row_args(lexical)
-        table = st.text_args.table(
-            (st.centroid_code, st.centroid_scale, *tree, sizes, *probe, *rows_of, addresses,
-             row_in_block, self._basis)
+        # (held here until the call returns: the kernel reads them by address, and a search
+        # beside this one may re-code groups and replace some of the state's arrays)
+        arrays = (
+            st.centroid_code, st.centroid_scale, *tree, sizes, *probe, *rows_of, addresses,
+            row_in_block, self._basis,
         )  # fmt: skip
+        table = st.text_args.table(arrays)
         use_tree, boost32 = tree is not _NO_TREE, np.float32(boost)
         step = _kernels().RERANK_STEP
         if table is not None:
@@ -482,6 +485,7 @@ class Scorer:
                 join_boosted, boosted, boost32, args, n_top, rows_of, addresses, row_in_block,
                 lexical_weight, k, step, RERANK_SDS,
             )  # fmt: skip
+        del arrays
         if not found[5]:
             return None
         ids, groups = st.cells(found[0])

@@ -69,8 +69,9 @@ class StaticArgs:
 
     def table(self, arrays: tuple[np.ndarray, ...]) -> np.ndarray | None:
         """The table for ``arrays`` (in layout order), or None when one is not a C-ordered
-        array of its row's dtype and dimensions. The arrays must not move while a call
-        reads the table: they are held here until other arrays replace them."""
+        array of its row's dtype and dimensions. The caller holds ``arrays`` until the
+        call that reads the table returns: they are held here too, but only until another
+        search's arrays replace them."""
         kept = self._kept
         # (the same objects, one by one: ids compared as a tuple cost twice the time)
         if len(arrays) == len(kept[0]) and all(map(is_, arrays, kept[0])):
