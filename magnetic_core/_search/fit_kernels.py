@@ -13,7 +13,7 @@ from numba import njit
 
 from magnetic_core._search.kernels import _FAST
 
-__all__ = ["encode", "spherical_kmeans"]
+__all__ = ["encode", "list_means", "spherical_kmeans"]
 
 
 # A nibble code's largest magnitude: entries are -7 to 7, stored with 8 added in four bits.
@@ -92,8 +92,8 @@ def _nearest(vecs: np.ndarray, centres: np.ndarray, owner: np.ndarray) -> None:
 def spherical_kmeans(vecs: np.ndarray, centres: np.ndarray, iters: int) -> np.ndarray:
     """Owners after ``iters`` rounds of spherical k-means from the given centres.
 
-    A centre left without members keeps its place. On the calling thread, for the same
-    reason as :func:`encode`.
+    A centre left without members keeps its place. Compiled loops, no BLAS: the products
+    are a few centres wide.
     """
     n, d = vecs.shape
     s = centres.shape[0]
@@ -111,3 +111,54 @@ def spherical_kmeans(vecs: np.ndarray, centres: np.ndarray, iters: int) -> np.nd
                 centres[j] = sums[j] / norm
     _nearest(vecs, centres, owner)
     return owner
+
+
+@njit(cache=True, nogil=True)
+def list_means(
+    vecs: np.ndarray, owner: np.ndarray, s: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sub-lists of ``owner`` (each row's list, below ``s``): ``(order, lengths,
+    means)``, the rows list by list (in row order within a list), the length of each list
+    that has rows, and their means (summed in float64 in that order, then float32).
+
+    What ``np.argsort(owner, kind="stable")``, ``np.bincount`` and ``np.add.reduceat``
+    over the rows in float64 gave, in one pass each (the same sums): at 250 rows of 384,
+    190 us of numpy calls against 25 here, part of the re-coding a search does after a
+    write.
+    """
+    n, d = vecs.shape
+    counts = np.zeros(s, np.int64)
+    for i in range(n):
+        counts[owner[i]] += 1
+    at = np.empty(s, np.int64)
+    used = 0
+    total = 0
+    for j in range(s):
+        at[j] = total
+        total += counts[j]
+        used += counts[j] > 0
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        j = owner[i]
+        order[at[j]] = i
+        at[j] += 1
+    lengths = np.empty(used, np.int64)
+    means = np.empty((used, d), np.float32)
+    sums = np.empty(d, np.float64)
+    start = 0
+    m = 0
+    for j in range(s):
+        c = counts[j]
+        if c == 0:
+            continue
+        sums[:] = 0.0
+        for t in range(start, start + c):
+            r = order[t]
+            for k in range(d):
+                sums[k] += np.float64(vecs[r, k])
+        for k in range(d):
+            means[m, k] = np.float32(sums[k] / c)
+        lengths[m] = c
+        m += 1
+        start += c
+    return order, lengths, means

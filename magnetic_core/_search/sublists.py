@@ -56,18 +56,14 @@ def split_lists(vecs: np.ndarray, list_size: int, iters: int = 4) -> SubLists:
             np.array([n], np.int64),
             vecs.mean(axis=0, keepdims=True, dtype=np.float64).astype(np.float32),
         )
-    from magnetic_core._search.fit_kernels import spherical_kmeans  # numba: imported when needed
+    from magnetic_core._search.fit_kernels import list_means, spherical_kmeans  # numba
 
+    vecs = np.ascontiguousarray(vecs, np.float32)
     centres = np.ascontiguousarray(vecs[np.linspace(0, n - 1, s).astype(np.int64)])
-    owner = spherical_kmeans(np.ascontiguousarray(vecs, np.float32), centres, iters)
-    order = np.argsort(owner, kind="stable")
-    counts = np.bincount(owner, minlength=s)
-    used = counts > 0
-    # Sums by list without a matrix product (BLAS would start threads for this small one).
-    starts = (np.cumsum(counts) - counts)[used]
-    sums = np.add.reduceat(vecs[order].astype(np.float64), starts, axis=0)
-    means = (sums / counts[used][:, None]).astype(np.float32)
-    return SubLists(order, counts[used].astype(np.int64), means)
+    owner = spherical_kmeans(vecs, centres, iters)
+    # The rows list by list and each list's mean (float64 sums, in row order), compiled.
+    order, lengths, means = list_means(vecs, owner, s)
+    return SubLists(order, lengths, means)
 
 
 def principal_basis(sample: np.ndarray, rank: int) -> tuple[np.ndarray, float]:

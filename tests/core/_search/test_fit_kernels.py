@@ -69,3 +69,26 @@ def test_spherical_kmeans_matches_the_reference(n: int, s: int, seed: int) -> No
     # Random unit vectors have no exact ties; float32 vs float64 sums may flip a row
     # whose two best centres are within rounding, so allow a rare disagreement.
     assert (got != ref).mean() <= 0.05
+
+
+@SETTINGS
+@given(st.integers(1, 120), st.integers(1, 9), st.integers(1, 40), st.integers(0, 2**31))
+def test_list_means_are_numpys_stable_order_counts_and_float64_sums(
+    n: int, s: int, d: int, seed: int
+) -> None:
+    """The rows list by list, the lengths of the lists that have rows and their means:
+    what the numpy calls it replaced gave, bit for bit (lists left empty included)."""
+    rng = np.random.default_rng(seed)
+    vecs = rng.standard_normal((n, d)).astype(np.float32)
+    owner = rng.integers(0, s, n)
+    owner[owner == s - 1] = 0  # the last list always empty (unless s is 1)
+    order, lengths, means = fit_kernels.list_means(vecs, owner, s)
+    ref_order = np.argsort(owner, kind="stable")
+    counts = np.bincount(owner, minlength=s)
+    used = counts > 0
+    starts = (np.cumsum(counts) - counts)[used]
+    sums = np.add.reduceat(vecs[ref_order].astype(np.float64), starts, axis=0)
+    ref_means = (sums / counts[used][:, None]).astype(np.float32)
+    np.testing.assert_array_equal(order, ref_order)
+    np.testing.assert_array_equal(lengths, counts[used])
+    np.testing.assert_array_equal(means.view(np.uint32), ref_means.view(np.uint32))
