@@ -38,8 +38,8 @@ def encode(
 
     The projection is one matrix product (BLAS), the rounding compiled: a product per
     cell in a compiled loop added each entry to a row in memory, and a group of 200
-    cells (384 x 128) took 768 us against 146 us this way (55 cells: 207 against 66 us),
-    most of the time a search right after a write waits for.
+    cells (384 x 128) took 768 us against 183 us this way (55 cells: 207 against 73 us),
+    part of what a search right after a write waits for.
     """
     residuals = vecs[order]
     residuals -= means[owner]
@@ -123,7 +123,7 @@ def list_means(
 
     What ``np.argsort(owner, kind="stable")``, ``np.bincount`` and ``np.add.reduceat``
     over the rows in float64 gave, in one pass each (the same sums): at 250 rows of 384,
-    190 us of numpy calls against 25 here, part of the re-coding a search does after a
+    190 us of numpy calls against 18 here, part of the re-coding a search does after a
     write.
     """
     n, d = vecs.shape
