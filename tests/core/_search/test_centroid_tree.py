@@ -124,6 +124,30 @@ def test_kept_tree_exists_only_for_many_groups_and_refits_on_growth(monkeypatch)
     assert kept(refit, 90, np.arange(90)) is None
 
 
+def test_a_saved_tree_files_its_groups_as_before_and_one_saved_without_a_basis_is_refitted(
+    monkeypatch,
+) -> None:
+    monkeypatch.setattr(centroid_tree, "TREE_FROM", 100)
+    cents = _unit(np.random.default_rng(4), 300, 16)
+    tree = CentroidTree.fit(cents)
+    arrays = tree.export_arrays()
+    back = CentroidTree.from_arrays(arrays)
+    assert back is not None and back.owner.shape == (0,)  # no slot filed yet
+    np.testing.assert_array_equal(back.basis, tree.basis)
+    filed = kept_tree(back, cents, np.arange(300))  # every slot filed to the saved means
+    assert filed is not None and filed.fitted == tree.fitted
+    np.testing.assert_array_equal(filed.owner, tree.owner)
+    np.testing.assert_array_equal(filed.rows, tree.rows)
+    _check(filed, 300, cents)
+    # A snapshot of a tree read in whole codes (before its basis was kept): none restored,
+    # so the first sync fits one.
+    del arrays["tree_basis"]
+    assert CentroidTree.from_arrays(arrays) is None
+    refit = kept_tree(None, cents, np.arange(300))
+    assert refit is not None
+    np.testing.assert_array_equal(refit.owner, tree.owner)
+
+
 N = 8000
 
 
