@@ -5,26 +5,16 @@ int8 code (0.25 ms) and choosing among all of them (0.08 ms) was most of what a 
 beyond a small store's. The centroids are clustered once (spherical k-means, eight
 clusters per square root of the number of groups, about ten centroids each); a query
 scores the clusters' means, takes clusters best first until they hold ``SPREAD`` times the
-groups it wants, and chooses among those centroids only
+groups it wants, and scores and chooses among those centroids only
 (:func:`~magnetic_core._search.kernels.tree_groups`). Groups that a full scan would choose
 can be missed when their cluster ranks low; they are the last of the chosen (the groups
 nearest the query sit in the clusters nearest it), which hold few of the nearest cells.
 
-The clusters' means and the centroids are read as int8 codes of their projections on the
-centroids' top principal directions (:func:`tree_basis`: 128 of 384 on real embeddings),
-a third of the bytes of whole codes; the projections choose the groups a probe would take
-for twice its budget, and those groups' whole codes choose among them. At 1M synthetic
-cells (7,112 groups, 300 queries) the probe is the same in 99.9% of its groups, recall@10
-the same (0.9563), and the compiled call 0.94x the time with the whole codes read (the
-tree's reads, 830 KB, were most of what evicts the rest of a query's data from the core's
-cache).
-
 The tree is kept with the scorer's centroid codes: a centroid that changed, or a new
-group, goes to the cluster whose mean is nearest, and is coded again; the clusters and the
-basis are fitted again each time the number of groups has grown ``REFIT_GROWTH``-fold since
-they were fitted. A snapshot keeps the clusters' means and the basis, and a restored store
-files its groups to them again. Below ``TREE_FROM`` groups there is no tree: every centroid
-is scored.
+group, goes to the cluster whose mean is nearest; the clusters are fitted again each time
+the number of groups has grown ``REFIT_GROWTH``-fold since they were fitted. A snapshot
+keeps the clusters' means, and a restored store files its groups to them again. Below
+``TREE_FROM`` groups there is no tree: every centroid is scored.
 """
 
 from __future__ import annotations
@@ -37,7 +27,7 @@ import numpy as np
 
 from magnetic_core._search.sublists import quantize
 
-__all__ = ["REFIT_GROWTH", "SPREAD", "TREE_FROM", "CentroidTree", "kept_tree", "tree_basis"]
+__all__ = ["REFIT_GROWTH", "SPREAD", "TREE_FROM", "CentroidTree", "kept_tree"]
 
 # Groups from which the centroid stage goes through the tree. A query reads SPREAD times
 # the groups it wants (twice its budget's worth: about 370 at the default budget and
@@ -58,63 +48,30 @@ SPREAD = 4
 CLUSTERS_PER_ROOT = 8.0
 # Fit the clusters again once the groups have grown this many times since the last fit.
 REFIT_GROWTH = 1.5
-# The tree's codes keep the centroids' principal directions that hold this share of their
-# second moment, in steps of RANK_STEP (the row products' integer width). Reuters MiniLM
-# at 100K (809 groups): 64 directions hold 0.847, 128 hold 0.946, 192 hold 0.983.
-TREE_ENERGY = 0.93
-RANK_STEP = 64
 # Rounds of k-means when fitting.
 ITERATIONS = 6
-
-
-def tree_basis(centroids: np.ndarray) -> np.ndarray:
-    """The directions the tree's codes are projected on: the centroids' top principal
-    directions (uncentred, as dot products with a query need them), in steps of
-    ``RANK_STEP`` until they hold ``TREE_ENERGY`` of the centroids' second moment; every
-    direction (a rotation, no bytes saved) when no fewer hold it. (d, r) float32."""
-    rows = np.asarray(centroids, np.float64)
-    d = rows.shape[1]
-    values, vectors = np.linalg.eigh(rows.T @ rows)
-    values, vectors = values[::-1], vectors[:, ::-1]
-    held = np.cumsum(values) / max(float(values.sum()), 1e-12)
-    rank = d
-    for r in range(RANK_STEP, d, RANK_STEP):
-        if held[r - 1] >= TREE_ENERGY:
-            rank = r
-            break
-    return np.ascontiguousarray(vectors[:, :rank], dtype=np.float32)
 
 
 @dataclass(frozen=True)
 class CentroidTree:
     """Clusters of centroids, for the centroid stage of large stores.
 
-    Queries read the tree in its own basis, the centroids' top principal directions
-    (:func:`tree_basis`; 128 of 384 on real embeddings): the codes of the clusters' means
-    and of the centroids projected on it take a third of the bytes of whole codes, which
-    at a million cells are read from memory, not the core's cache.
-
     Attributes:
         means: (C, d) unit mean of each cluster's centroids.
-        basis: (d, r) the directions the codes are projected on.
-        code: int8 codes of ``means`` projected on ``basis`` (one scale a row), which
-            queries read.
+        code: int8 codes of ``means`` (one scale a row), which queries read.
         scale: the codes' scales.
         owner: the cluster of each slot.
         start: (C + 1,) where each cluster's slots begin in ``members``.
         members: every slot, cluster by cluster (in slot order within a cluster).
-        rows: the projected centroid codes of ``members``, in that order: a query reads
-            each cluster it takes as one run of memory (gathered slot by slot, the same
-            rows took twice as long).
+        rows: the centroid codes of ``members``, in that order: a query reads each cluster
+            it takes as one run of memory (gathered slot by slot, the same rows took
+            twice as long).
         row_scale: their scales.
         at: the place of each slot in ``members``.
         fitted: groups when the clusters were fitted.
-        slot_code: the projected centroid code of each slot (``rows`` in slot order).
-        slot_scale: their scales.
     """
 
     means: np.ndarray
-    basis: np.ndarray
     code: np.ndarray
     scale: np.ndarray
     owner: np.ndarray
@@ -124,14 +81,12 @@ class CentroidTree:
     row_scale: np.ndarray
     at: np.ndarray
     fitted: int
-    slot_code: np.ndarray
-    slot_scale: np.ndarray
 
     @classmethod
-    def fit(cls, centroids: np.ndarray) -> CentroidTree:
-        """Cluster ``centroids`` (one row per slot) by spherical k-means, seeded with evenly
-        spaced rows (deterministic), and file each to the nearest of the clusters' means;
-        the basis is the centroids' top principal directions."""
+    def fit(cls, centroids: np.ndarray, codes: np.ndarray, scales: np.ndarray) -> CentroidTree:
+        """Cluster ``centroids`` (one row per slot; ``codes``, ``scales``: their int8
+        codes) by spherical k-means, seeded with evenly spaced rows (deterministic), and
+        file each to the nearest of the clusters' means."""
         from magnetic_core._search.fit_kernels import spherical_kmeans  # numba: when needed
 
         g = centroids.shape[0]
@@ -144,74 +99,63 @@ class CentroidTree:
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         # (an empty cluster keeps a zero mean, which no query ranks above a held one)
         means = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-        basis = tree_basis(rows)
-        code, scale = quantize(means @ basis)
+        code, scale = quantize(means)
         # Each group goes to its nearest mean, as a restored tree files them (the same
         # product, so a reopened store probes the same groups).
         nearest = np.argmax(rows @ means.T, axis=1).astype(np.int64)
-        slot_code, slot_scale = quantize(rows @ basis)
-        return cls._filed(means, basis, code, scale, nearest, slot_code, slot_scale, g)
+        return cls._filed(means, code, scale, nearest, codes, scales, g)
 
     @classmethod
     def _filed(
         cls,
         means: np.ndarray,
-        basis: np.ndarray,
         code: np.ndarray,
         scale: np.ndarray,
         owner: np.ndarray,
-        slot_code: np.ndarray,
-        slot_scale: np.ndarray,
+        codes: np.ndarray,
+        scales: np.ndarray,
         fitted: int,
     ) -> CentroidTree:
-        """The tree with these clusters and owners, its rows copied from ``slot_code``."""
+        """The tree with these clusters and owners, its rows copied from ``codes``."""
         c = means.shape[0]
         members = np.argsort(owner, kind="stable")
         start = np.zeros(c + 1, np.int64)
         np.cumsum(np.bincount(owner, minlength=c), out=start[1:])
         at = np.empty_like(members)
         at[members] = np.arange(members.shape[0])
-        rows, row_scale = np.ascontiguousarray(slot_code[members]), slot_scale[members]
-        return cls(
-            means, basis, code, scale, owner, start, members, rows, row_scale, at, fitted,
-            slot_code, slot_scale,
-        )  # fmt: skip
+        rows, row_scale = np.ascontiguousarray(codes[members]), scales[members]
+        return cls(means, code, scale, owner, start, members, rows, row_scale, at, fitted)
 
     def export_arrays(self) -> dict[str, np.ndarray]:
-        """What a snapshot keeps of the tree: its clusters' means, its basis and when they
-        were fitted (groups are filed to them again on restore)."""
-        return {
-            "tree_means": self.means,
-            "tree_basis": self.basis,
-            "tree_fitted": np.array([self.fitted], np.int64),
-        }
+        """What a snapshot keeps of the tree: its clusters' means and when they were fitted
+        (groups are filed to them again on restore)."""
+        return {"tree_means": self.means, "tree_fitted": np.array([self.fitted], np.int64)}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> CentroidTree | None:
         """A tree holding the clusters :meth:`export_arrays` saved and no slot yet (the
         first :func:`kept_tree` files every slot to the nearest mean); None when the
-        snapshot has none (or one saved before trees had their own basis: fitted again)."""
-        if "tree_means" not in arrays or "tree_basis" not in arrays:
+        snapshot has none."""
+        if "tree_means" not in arrays:
             return None
         means = np.ascontiguousarray(arrays["tree_means"], np.float32)
-        basis = np.ascontiguousarray(arrays["tree_basis"], np.float32)
-        code, scale = quantize(means @ basis)
+        code, scale = quantize(means)
         empty = np.empty(0, np.int64)
         start = np.zeros(means.shape[0] + 1, np.int64)
-        rows = np.empty((0, basis.shape[1]), np.int8)
+        rows = np.empty((0, means.shape[1]), np.int8)
         fitted = int(arrays["tree_fitted"][0])
-        none = np.empty(0, np.float32)
         return cls(
-            means, basis, code, scale, empty, start, empty, rows, none, empty, fitted, rows,
-            none,
-        )  # fmt: skip
+            means, code, scale, empty, start, empty, rows, np.empty(0, np.float32), empty, fitted
+        )
 
-    def moved(self, centroids: np.ndarray, slots: np.ndarray) -> CentroidTree:
-        """The tree after the centroids of ``slots`` changed and the number of slots became
-        ``len(centroids)``: those slots, and slots new since, go to the cluster with the
-        nearest mean and are coded again; the means and the basis stay as fitted. When no
-        slot changes cluster, the rows of ``slots`` are rewritten in place (as the centroid
-        codes themselves are) and the same tree is returned."""
+    def moved(
+        self, centroids: np.ndarray, codes: np.ndarray, scales: np.ndarray, slots: np.ndarray
+    ) -> CentroidTree:
+        """The tree after the centroids of ``slots`` changed (``codes``, ``scales``: every
+        slot's codes now) and the number of slots became ``len(centroids)``: those slots,
+        and slots new since, go to the cluster with the nearest mean; the means stay as
+        fitted. When no slot changes cluster, the rows of ``slots`` are rewritten in place
+        (as the centroid codes themselves are) and the same tree is returned."""
         g = centroids.shape[0]
         owner = np.full(g, -1, np.int64)
         keep = min(g, self.owner.shape[0])
@@ -220,34 +164,27 @@ class CentroidTree:
         again = np.union1d(slots[slots < g], np.arange(keep, g))
         if again.size:
             owner[again] = np.argmax(centroids[again] @ self.means.T, axis=1)
-            code, scale = quantize(centroids[again] @ self.basis)
         if g == self.owner.shape[0] and np.array_equal(owner, self.owner):
-            if again.size:
-                self.slot_code[again], self.slot_scale[again] = code, scale
-                at = self.at[again]
-                self.rows[at], self.row_scale[at] = code, scale
+            at = self.at[again]
+            self.rows[at], self.row_scale[at] = codes[again], scales[again]
             return self
-        slot_code = np.empty((g, self.basis.shape[1]), np.int8)
-        slot_scale = np.empty(g, np.float32)
-        slot_code[:keep], slot_scale[:keep] = self.slot_code[:keep], self.slot_scale[:keep]
-        if again.size:
-            slot_code[again], slot_scale[again] = code, scale
-        return self._filed(
-            self.means, self.basis, self.code, self.scale, owner, slot_code, slot_scale,
-            self.fitted,
-        )  # fmt: skip
+        return self._filed(self.means, self.code, self.scale, owner, codes, scales, self.fitted)
 
 
 def kept_tree(
-    tree: CentroidTree | None, centroids: np.ndarray, slots: np.ndarray
+    tree: CentroidTree | None,
+    centroids: np.ndarray,
+    codes: np.ndarray,
+    scales: np.ndarray,
+    slots: np.ndarray,
 ) -> CentroidTree | None:
-    """The tree for the store's ``centroids`` (one per slot) after those of ``slots``
-    changed: none below ``TREE_FROM`` groups, fitted anew when there was none or the groups
-    have grown ``REFIT_GROWTH``-fold since, else ``tree`` with the changed slots filed
-    again."""
+    """The tree for the store's ``centroids`` (one per slot; ``codes``, ``scales``: their
+    int8 codes) after those of ``slots`` changed: none below ``TREE_FROM`` groups, fitted
+    anew when there was none or the groups have grown ``REFIT_GROWTH``-fold since, else
+    ``tree`` with the changed slots filed again."""
     g = centroids.shape[0]
     if g < TREE_FROM:
         return None
     if tree is None or g >= REFIT_GROWTH * tree.fitted:
-        return CentroidTree.fit(centroids)
-    return tree.moved(centroids, slots)
+        return CentroidTree.fit(centroids, codes, scales)
+    return tree.moved(centroids, codes, scales, slots)

@@ -343,7 +343,7 @@ def _joined_pool(
 def text_top(
     centroid_code: np.ndarray,
     centroid_scale: np.ndarray,
-    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     use_tree: bool,
     spread: int,
     sizes: np.ndarray,
@@ -498,7 +498,6 @@ def text_top_at(
     tree = (
         _matrix(table, 2, i8), _vector(table, 3, f32), _vector(table, 4, i64),
         _vector(table, 5, i64), _matrix(table, 6, i8), _vector(table, 7, f32),
-        _matrix(table, 29, f32),
     )  # fmt: skip
     probe = (
         _vector(table, 9, i64), _vector(table, 10, i64), _vector(table, 11, i64),

@@ -75,9 +75,6 @@ _AHEAD = 32
 _ROWS_AHEAD = 32
 # Rows a bounded rerank scores between two looks at its stopping rule (exact_prefix).
 RERANK_STEP = 32
-# The centroid tree's projected codes choose the groups probe_groups would take for this
-# many times the cells (and groups) wanted; the whole codes of those choose the probe.
-CANDIDATES = 2
 
 
 @njit(cache=True, nogil=True, fastmath=_FAST)
@@ -109,7 +106,7 @@ def picked_scores(
     n = picks.shape[0]
     m = q.shape[0]
     out = np.empty(n, np.float32)
-    if m != 128 and m != 256 and m != 384 and m != 768:
+    if m != 384 and m != 768:
         for t in range(n):
             p = picks[t]
             out[t] = _row_dot(codes, p, q) * scales[p]
@@ -126,10 +123,6 @@ def picked_scores(
             prefetch_row(address + picks[u] * m, m)
         if m == 384:
             code_rows(codes, picks, t, q8, sums, 384)  # type: ignore[call-arg]
-        elif m == 128:
-            code_rows(codes, picks, t, q8, sums, 128)  # type: ignore[call-arg]
-        elif m == 256:
-            code_rows(codes, picks, t, q8, sums, 256)  # type: ignore[call-arg]
         else:
             code_rows(codes, picks, t, q8, sums, 768)  # type: ignore[call-arg]
         t += batch
@@ -629,9 +622,6 @@ def tree_groups(
     members: np.ndarray,
     rows: np.ndarray,
     row_scale: np.ndarray,
-    basis: np.ndarray,
-    centroid_code: np.ndarray,
-    centroid_scale: np.ndarray,
     q: np.ndarray,
     sizes: np.ndarray,
     n_probe: int,
@@ -639,55 +629,39 @@ def tree_groups(
     spread: int,
 ) -> np.ndarray:
     """:func:`probe_groups` through a tree of centroids
-    (:mod:`magnetic_core._search.centroid_tree`), read in the tree's basis first.
-
-    The tree's codes are of the clusters' means and the centroids projected on ``basis``
-    (the centroids' principal directions, :func:`project`: a third of the bytes of a
-    whole centroid's code). The clusters are ranked by their means' codes and the best ones
-    holding ``spread`` times the groups wanted are read (all of them when that would be
-    half the centroids or more); their centroids' projected codes choose the candidates,
-    the groups :func:`probe_groups` would take for ``CANDIDATES`` times the cells and
-    groups; the candidates' whole codes (``centroid_code``, by slot) then choose among
-    them as :func:`probe_groups` chooses among all (ties to the slot read first: clusters
-    in their order, each one's slots in its order).
+    (:mod:`magnetic_core._search.centroid_tree`): the clusters are ranked by their means'
+    codes, the best ones holding ``spread`` times the groups wanted are read, and the
+    slots are chosen among their centroids as :func:`probe_groups` chooses among all.
     ``members``: the slots, cluster by cluster (cluster ``c`` from ``tree_start[c]``);
-    ``rows``, ``row_scale``: their projected codes in that order."""
-    _same_width(centroid_code, q)
+    ``rows``, ``row_scale``: their centroid codes in that order. When the clusters to read
+    would hold half the centroids or more, every centroid is scored (ties then go to the
+    slot listed first)."""
+    _same_width(tree_code, q)
+    _same_width(rows, q)
     n = members.shape[0]
     if n_probe >= n:
         return np.arange(n)
-    qp = project(q, basis)
-    _same_width(tree_code, qp)
-    _same_width(rows, qp)
     want = _wanted(sizes, n_probe, min_cells)
     reach = spread * want
     if 2 * reach >= n:
-        read = np.arange(n)
-    else:
-        # The best clusters until they hold ``reach`` centroids, found by buckets: which
-        # ones, not their order, decides the groups.
-        clusters = best_holding(code_scores(tree_code, tree_scale, qp), np.diff(tree_start), reach)
-        held = 0
-        for c in clusters:
-            held += tree_start[c + 1] - tree_start[c]
-        read = np.empty(held, np.int64)
-        at = 0
-        for c in clusters:
-            for u in range(tree_start[c], tree_start[c + 1]):
-                read[at] = u
-                at += 1
-    approx = picked_scores(rows, row_scale, read, qp)
-    slots = members[read]
-    # The candidates in the order they were read (ties below go to the one read first).
-    picked = np.sort(
-        _best_enough(
-            approx, np.arange(read.shape[0]), sizes[slots], CANDIDATES * n_probe,
-            CANDIDATES * min_cells, CANDIDATES * want,
-        )
-    )  # fmt: skip
-    cand = slots[picked]
-    sims = picked_scores(centroid_code, centroid_scale, cand, q)
-    return _best_enough(sims, cand, sizes, n_probe, min_cells, want)
+        sims = code_scores(rows, row_scale, q)
+        return _best_enough(sims, members, sizes, n_probe, min_cells, want)
+    clusters = top_k(code_scores(tree_code, tree_scale, q), tree_scale.shape[0])
+    held = 0
+    taken = 0
+    while taken < clusters.shape[0] and held < reach:
+        c = clusters[taken]
+        held += tree_start[c + 1] - tree_start[c]
+        taken += 1
+    read = np.empty(held, np.int64)
+    at = 0
+    for t in range(taken):
+        c = clusters[t]
+        for u in range(tree_start[c], tree_start[c + 1]):
+            read[at] = u
+            at += 1
+    sims = picked_scores(rows, row_scale, read, q)
+    return _best_enough(sims, members[read], sizes, n_probe, min_cells, want)
 
 
 @njit(cache=True, nogil=True)
@@ -870,7 +844,7 @@ def _block_order_rows(
 def centroid_slots(
     centroid_code: np.ndarray,
     centroid_scale: np.ndarray,
-    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     use_tree: bool,
     spread: int,
     sizes: np.ndarray,
@@ -882,8 +856,8 @@ def centroid_slots(
     over every centroid code, or, with ``use_tree``, :func:`tree_groups` over ``tree``."""
     if use_tree:
         chosen = tree_groups(
-            tree[0], tree[1], tree[2], tree[3], tree[4], tree[5], tree[6], centroid_code,
-            centroid_scale, q, sizes, n_probe, min_cells, spread,
+            tree[0], tree[1], tree[2], tree[3], tree[4], tree[5], q, sizes, n_probe,
+            min_cells, spread,
         )  # fmt: skip
     else:
         chosen = probe_groups(
@@ -896,7 +870,7 @@ def centroid_slots(
 def plain_top(
     centroid_code: np.ndarray,
     centroid_scale: np.ndarray,
-    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tree: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     use_tree: bool,
     spread: int,
     sizes: np.ndarray,

@@ -101,7 +101,6 @@ _NO_TREE = (
     np.empty(0, np.int64),
     np.empty((0, 0), np.int8),
     np.empty(0, np.float32),
-    np.empty((0, 0), np.float32),
 )
 
 # A ranked pool as the compiled rankings give it: ``(rows or document numbers, cosines,
@@ -272,7 +271,8 @@ class Scorer:
         if at.shape[0]:
             st.centroid_code[at], st.centroid_scale[at] = quantize(index.centroids[at])
         if at.shape[0] or st.tree is None or st.tree.owner.shape[0] != g:
-            st.tree = kept_tree(st.tree, index.centroids, at)
+            cents, codes, scales = index.centroids, st.centroid_code, st.centroid_scale
+            st.tree = kept_tree(st.tree, cents, codes, scales, at)
 
     # -- persisting ----------------------------------------------------------------------
     def export_arrays(self) -> dict[str, np.ndarray]:
@@ -358,26 +358,18 @@ class Scorer:
         if tree is None:
             sims = kern.code_scores(st.centroid_code, st.centroid_scale, q)
             return kern.probe_groups(sims, sizes, n_probe, min_cells)
-        return kern.tree_groups(
-            *tree, st.centroid_code, st.centroid_scale, q, sizes, n_probe, min_cells, SPREAD
-        )
+        return kern.tree_groups(*tree, q, sizes, n_probe, min_cells, SPREAD)
 
     def _tree(
         self,
-    ) -> (
-        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-        | None
-    ):
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """The centroid tree's arrays as ``kernels.tree_groups`` reads them, or None when the
         store has no tree or its slots are not all filed to it yet."""
         st = self._state
         tree = st.tree
         if tree is None or tree.owner.shape[0] != st.centroid_scale.shape[0]:
             return None
-        return (
-            tree.code, tree.scale, tree.start, tree.members, tree.rows, tree.row_scale,
-            tree.basis,
-        )  # fmt: skip
+        return tree.code, tree.scale, tree.start, tree.members, tree.rows, tree.row_scale
 
     def probe(
         self, index: HierIndex, slots: np.ndarray, q: np.ndarray, budget: int, keep: int, k: int
@@ -473,14 +465,14 @@ class Scorer:
         # (held here until the call returns: the kernel reads them by address, and a search
         # beside this one may re-code groups and replace some of the state's arrays)
         arrays = (
-            st.centroid_code, st.centroid_scale, *tree[:6], sizes, *probe, *rows_of,
-            addresses, row_in_block, self._basis, tree[6],
+            st.centroid_code, st.centroid_scale, *tree, sizes, *probe, *rows_of, addresses,
+            row_in_block, self._basis,
         )  # fmt: skip
         table = st.text_args.table(arrays)
         use_tree, boost32 = tree is not _NO_TREE, np.float32(boost)
         step = _kernels().RERANK_STEP
         if table is not None:
-            # (30 arrays handed over as one table: 29 took the call 12.9 -> 5.7 us, caches cold)
+            # (29 arrays handed over as one table: the call 12.9 -> 5.7 us, caches cold)
             found = _TEXT_TOP_AT(
                 table, use_tree, SPREAD, n_probe, min_cells, least_cells, routes, q, budget,
                 keep, join_boosted, boosted, boost32, args, n_top, lexical_weight, k, step,

@@ -1,7 +1,7 @@
 """The scorer's arrays a compiled text query reads, handed over as one table of addresses.
 
 Each array an argument of a compiled call costs the call its type check and its unboxing
-(about 0.25 us each with the caches cold); a text query's call took 30 of the scorer's
+(about 0.25 us each with the caches cold); a text query's call took 29 of the scorer's
 arrays, which change only when the scorer's state does. :class:`StaticArgs` keeps one
 int64 row per array (address, first and second extent) and the arrays themselves, so
 their memory stays where the rows say; ``fusion_kernel.text_top_at`` makes arrays of
@@ -51,7 +51,6 @@ TEXT_LAYOUT: tuple[tuple[np.dtype, int], ...] = tuple(
         ("int64", 1),  # 26 each block's address
         ("int32", 1),  # 27 each row's row in its block
         ("float32", 2),  # 28 the codes' basis
-        ("float32", 2),  # 29 the centroid tree's basis
     )
 )
 

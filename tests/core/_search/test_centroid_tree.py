@@ -25,15 +25,13 @@ def _unit(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
 
 def _check(tree: CentroidTree, g: int, cents: np.ndarray | None = None) -> None:
     """Every slot in exactly one cluster, listed in its cluster's range; the rows are the
-    members' centroids projected on the tree's basis, coded."""
+    members' centroid codes."""
     assert tree.owner.shape == (g,)
     np.testing.assert_array_equal(tree.at[tree.members], np.arange(g))
-    np.testing.assert_array_equal(tree.rows, tree.slot_code[tree.members])
-    np.testing.assert_array_equal(tree.row_scale, tree.slot_scale[tree.members])
     if cents is not None:
-        codes, scales = quantize(cents @ tree.basis)
-        np.testing.assert_array_equal(tree.slot_code, codes)
-        np.testing.assert_array_equal(tree.slot_scale, scales)
+        codes, scales = quantize(cents)
+        np.testing.assert_array_equal(tree.rows, codes[tree.members])
+        np.testing.assert_array_equal(tree.row_scale, scales[tree.members])
     assert sorted(tree.members.tolist()) == list(range(g))
     for c in range(tree.means.shape[0]):
         in_c = tree.members[tree.start[c] : tree.start[c + 1]]
@@ -43,17 +41,11 @@ def _check(tree: CentroidTree, g: int, cents: np.ndarray | None = None) -> None:
 
 def test_fit_partitions_the_slots_and_is_deterministic() -> None:
     cents = _unit(np.random.default_rng(0), 500, 24)
-    tree = CentroidTree.fit(cents)
+    tree = CentroidTree.fit(cents, *quantize(cents))
     _check(tree, 500, cents)
-    # Random directions need every one of theirs: the basis is a rotation.
-    assert tree.basis.shape == (24, 24)
-    np.testing.assert_allclose(tree.basis.T @ tree.basis, np.eye(24), atol=1e-5)
-    code, scale = quantize(tree.means @ tree.basis)  # the clusters' means, projected
-    np.testing.assert_array_equal(tree.code, code)
-    np.testing.assert_array_equal(tree.scale, scale)
     # CLUSTERS_PER_ROOT clusters per square root of the groups (179 of 500 at 8)
     assert tree.means.shape[0] == math.ceil(centroid_tree.CLUSTERS_PER_ROOT * math.sqrt(500))
-    again = CentroidTree.fit(cents)
+    again = CentroidTree.fit(cents, *quantize(cents))
     np.testing.assert_array_equal(tree.owner, again.owner)
     # A centroid sits in the cluster whose mean is nearest (k-means ends on an assignment).
     held = tree.start[1:] > tree.start[:-1]
@@ -61,46 +53,27 @@ def test_fit_partitions_the_slots_and_is_deterministic() -> None:
     np.testing.assert_array_equal(tree.owner, np.flatnonzero(held)[nearest])
 
 
-def test_the_basis_keeps_the_centroids_principal_directions_that_hold_them() -> None:
-    rng = np.random.default_rng(3)
-    # Centroids near a 40-dimensional subspace of 384: 64 directions hold them.
-    span = np.linalg.qr(rng.standard_normal((384, 40)))[0]
-    cents = rng.standard_normal((900, 40)) @ span.T + 0.01 * rng.standard_normal((900, 384))
-    basis = centroid_tree.tree_basis(cents)
-    assert basis.shape == (384, 64) and basis.dtype == np.float32
-    np.testing.assert_allclose(basis.T @ basis, np.eye(64), atol=1e-5)
-    top = np.linalg.svd(cents, full_matrices=False)[2][:40]  # the subspace, first
-    np.testing.assert_allclose(np.linalg.norm(top @ basis, axis=1), 1.0, atol=1e-4)
-    # Spread evenly over 150 directions: 0.93 of them needs 140, so 192 of the 384.
-    wide = np.linalg.qr(rng.standard_normal((384, 150)))[0]
-    even = np.linalg.qr(rng.standard_normal((900, 150)))[0] @ wide.T
-    assert centroid_tree.tree_basis(even).shape == (384, 192)
-    # Directions past the last step hold the rest: all of them.
-    flat = np.linalg.qr(rng.standard_normal((900, 384)))[0]
-    assert centroid_tree.tree_basis(flat).shape == (384, 384)
-
-
 def test_moved_and_new_slots_go_to_their_nearest_cluster() -> None:
     rng = np.random.default_rng(1)
     cents = _unit(rng, 400, 16)
-    tree = CentroidTree.fit(cents)
+    tree = CentroidTree.fit(cents, *quantize(cents))
     none = np.array([], np.int64)
-    assert tree.moved(cents, none) is tree  # nothing moved: same tree
+    assert tree.moved(cents, *quantize(cents), none) is tree  # nothing moved: same tree
     nudged = cents.copy()
     nudged[5] = nudged[5] * 0.999 + 0.001 * nudged[6]
     nudged[5] /= np.linalg.norm(nudged[5])
-    same = tree.moved(nudged, np.array([5]))  # its cluster kept: in place
+    same = tree.moved(nudged, *quantize(nudged), np.array([5]))  # its cluster kept: in place
     assert same is tree
     _check(same, 400, nudged)
     grown = np.concatenate([nudged, _unit(rng, 30, 16)])
     grown[[3, 77]] = -grown[[3, 77]]  # two groups changed a lot
-    after = tree.moved(grown, np.array([3, 77]))
+    after = tree.moved(grown, *quantize(grown), np.array([3, 77]))
     _check(after, 430, grown)
     expect = np.argmax(grown[[3, 77, *range(400, 430)]] @ tree.means.T, axis=1)
     np.testing.assert_array_equal(after.owner[[3, 77, *range(400, 430)]], expect)
     untouched = np.setdiff1d(np.arange(400), [3, 77])
     np.testing.assert_array_equal(after.owner[untouched], tree.owner[untouched])
-    shrunk = after.moved(grown[:380], none)  # the last slots removed
+    shrunk = after.moved(grown[:380], *quantize(grown[:380]), none)  # the last slots removed
     _check(shrunk, 380, grown[:380])
 
 
@@ -111,7 +84,7 @@ def test_kept_tree_exists_only_for_many_groups_and_refits_on_growth(monkeypatch)
     none = np.array([], np.int64)
 
     def kept(tree: CentroidTree | None, g: int, slots: np.ndarray) -> CentroidTree | None:
-        return kept_tree(tree, cents[:g], slots)
+        return kept_tree(tree, cents[:g], *quantize(cents[:g]), slots)
 
     assert kept(None, 99, np.arange(99)) is None
     tree = kept(None, 120, np.arange(120))
@@ -122,30 +95,6 @@ def test_kept_tree_exists_only_for_many_groups_and_refits_on_growth(monkeypatch)
     refit = kept(same, 180, none)  # 1.5x: fitted again
     assert refit is not None and refit.fitted == 180
     assert kept(refit, 90, np.arange(90)) is None
-
-
-def test_a_saved_tree_files_its_groups_as_before_and_one_saved_without_a_basis_is_refitted(
-    monkeypatch,
-) -> None:
-    monkeypatch.setattr(centroid_tree, "TREE_FROM", 100)
-    cents = _unit(np.random.default_rng(4), 300, 16)
-    tree = CentroidTree.fit(cents)
-    arrays = tree.export_arrays()
-    back = CentroidTree.from_arrays(arrays)
-    assert back is not None and back.owner.shape == (0,)  # no slot filed yet
-    np.testing.assert_array_equal(back.basis, tree.basis)
-    filed = kept_tree(back, cents, np.arange(300))  # every slot filed to the saved means
-    assert filed is not None and filed.fitted == tree.fitted
-    np.testing.assert_array_equal(filed.owner, tree.owner)
-    np.testing.assert_array_equal(filed.rows, tree.rows)
-    _check(filed, 300, cents)
-    # A snapshot of a tree read in whole codes (before its basis was kept): none restored,
-    # so the first sync fits one.
-    del arrays["tree_basis"]
-    assert CentroidTree.from_arrays(arrays) is None
-    refit = kept_tree(None, cents, np.arange(300))
-    assert refit is not None
-    np.testing.assert_array_equal(refit.owner, tree.owner)
 
 
 N = 8000

@@ -525,46 +525,34 @@ def test_probe_groups_ranks_further_when_the_best_groups_are_small() -> None:
         _same_slots(got, _ref_probe_groups(sims, sizes, 4, min_cells))
 
 
-def _ref_tree_groups(tree, cc, cs, q, sizes, n_probe, min_cells, spread):
-    """The centroid stage through a tree of centroids, in numpy: the clusters' and
-    centroids' codes are in the tree's basis, the candidates' whole codes ``cc`` choose."""
-    t_code, t_scale, start, members, rows, row_scale, basis = tree
+def _ref_tree_groups(tree, q, sizes, n_probe, min_cells, spread):
+    """The centroid stage through a tree of centroids, in numpy."""
+    t_code, t_scale, start, members, rows, row_scale = tree
     n = members.shape[0]
     if n_probe >= n:
         return np.arange(n)
     want = _ref_wanted(sizes, n_probe, min_cells)
-    qp = q.astype(np.float64) @ basis
     if 2 * spread * want >= n:
-        at = np.arange(n)
-    else:
-        order = _ref_top((t_code.astype(np.float64) @ qp) * t_scale, t_scale.shape[0])
-        counts = np.diff(start)[order]
-        taken = int(np.searchsorted(np.cumsum(counts), spread * want)) + 1
-        at = np.concatenate([np.arange(start[c], start[c + 1]) for c in sorted(order[:taken])])
-    slots = members[at]
-    approx = (rows[at].astype(np.float64) @ qp) * row_scale[at]
-    c = kernels.CANDIDATES
-    picked = _ref_enough(_ref_top(approx, c * want), sizes[slots], c * n_probe, c * min_cells)
-    cand = slots[np.sort(picked)]
-    sims = (cc[cand].astype(np.float64) @ q) * cs[cand]
-    return _ref_enough(cand[_ref_top(sims, want)], sizes, n_probe, min_cells)
+        sims = (rows.astype(np.float64) @ q) * row_scale
+        return _ref_enough(members[_ref_top(sims, want)], sizes, n_probe, min_cells)
+    order = _ref_top((t_code.astype(np.float64) @ q) * t_scale, t_scale.shape[0])
+    counts = np.diff(start)[order]
+    taken = int(np.searchsorted(np.cumsum(counts), spread * want)) + 1
+    at = np.concatenate([np.arange(start[c], start[c + 1]) for c in order[:taken]])
+    sims = (rows[at].astype(np.float64) @ q) * row_scale[at]
+    return _ref_enough(members[at][_ref_top(sims, want)], sizes, n_probe, min_cells)
 
 
-def _tree(rng: np.random.Generator, n: int, d: int, r: int):
-    """Random clusters of ``n`` slots, with integer codes and power-of-two scales: the
-    tree's of width ``r``, the slots' whole codes of width ``d``, and a basis that keeps
-    ``r`` of the query's entries (so the projected query is exact)."""
+def _tree(rng: np.random.Generator, n: int, d: int):
+    """Random clusters of ``n`` slots, with integer codes and power-of-two scales."""
     c = int(rng.integers(1, 12))
     owner = rng.integers(0, c, n)
     members = np.argsort(owner, kind="stable").astype(np.int64)
     start = np.zeros(c + 1, np.int64)
     np.cumsum(np.bincount(owner, minlength=c), out=start[1:])
-    t_code, t_scale = _codes(rng, c, r)
-    rows, row_scale = _codes(rng, n, r)
-    cc, cs = _codes(rng, n, d)
-    basis = np.zeros((d, r), np.float32)
-    basis[np.sort(rng.choice(d, r, replace=False)), np.arange(r)] = 1.0
-    return (t_code, t_scale, start, members, rows, row_scale, basis), cc, cs
+    t_code, t_scale = _codes(rng, c, d)
+    rows, row_scale = _codes(rng, n, d)
+    return t_code, t_scale, start, members, rows, row_scale
 
 
 @SETTINGS
@@ -574,39 +562,37 @@ def _tree(rng: np.random.Generator, n: int, d: int, r: int):
     st.integers(1, 40),
     st.integers(0, 600),
     st.sampled_from([1, 2, 4]),
-    st.sampled_from([(16, 8), (384, 128)]),  # (384, 128): integer products of whole rows
+    st.sampled_from([8, 384]),  # 384: the centroids' rows as whole vectors
 )
 def test_tree_groups_chooses_among_the_nearest_clusters_centroids(
-    n: int, seed: int, n_probe: int, min_cells: int, spread: int, widths: tuple[int, int]
+    n: int, seed: int, n_probe: int, min_cells: int, spread: int, d: int
 ) -> None:
     rng = np.random.default_rng(seed)
-    tree, cc, cs = _tree(rng, n, *widths)
-    q = rng.integers(-3, 4, widths[0]).astype(np.float32)
+    tree = _tree(rng, n, d)
+    q = rng.integers(-3, 4, d).astype(np.float32)
     sizes = rng.integers(1, 40, n).astype(np.int64)
-    got = kernels.tree_groups(*tree, cc, cs, q, sizes, n_probe, min_cells, spread)
-    want = _ref_tree_groups(tree, cc, cs, q, sizes, n_probe, min_cells, spread)
+    got = kernels.tree_groups(*tree, q, sizes, n_probe, min_cells, spread)
+    want = _ref_tree_groups(tree, q, sizes, n_probe, min_cells, spread)
     _same_slots(got, want)
 
 
 def test_tree_groups_finds_the_full_scans_groups_when_clusters_hold_them() -> None:
     # Four well separated families of centroids, one cluster each: a query near one
-    # family reads that cluster first and chooses what scoring every centroid chooses
-    # (the projection, on the first eight axes, keeps the families apart).
+    # family reads that cluster first and chooses what scoring every centroid chooses.
     rng = np.random.default_rng(5)
     d, per = 16, 200
     axes = np.eye(d, dtype=np.float32)[:4] * 100
     cents = np.concatenate([a + rng.integers(-20, 21, (per, d)) for a in axes])
     codes = np.clip(cents, -127, 127).astype(np.int8)
     scales = np.ones(cents.shape[0], np.float32)
-    basis = np.eye(d, dtype=np.float32)[:, :8]
     start = np.arange(0, 4 * per + 1, per).astype(np.int64)
     members = np.arange(4 * per, dtype=np.int64)  # family by family
-    means = np.clip(axes[:, :8], -127, 127).astype(np.int8)
-    tree = (means, np.ones(4, np.float32), start, members, codes[:, :8].copy(), scales, basis)
+    means = np.clip(axes, -127, 127).astype(np.int8)
+    tree = (means, np.ones(4, np.float32), start, members, codes, scales)
     sizes = np.full(cents.shape[0], 10, np.int64)
     for fam in range(4):
         q = (axes[fam] / 100 + rng.normal(0, 0.05, d)).astype(np.float32)
-        got = kernels.tree_groups(*tree, codes, scales, q, sizes, 20, 150, 2)
+        got = kernels.tree_groups(*tree, q, sizes, 20, 150, 2)
         sims = kernels.code_scores(codes, scales, q)
         full = kernels.probe_groups(sims, sizes, 20, 150)
         assert set((got // per).tolist()) == {fam}
@@ -1070,15 +1056,9 @@ def test_code_rows_of_another_width_than_the_query_are_refused() -> None:
         kernels.list_scores(narrow, scales, scales, np.arange(5), q)
     sizes = np.full(5, 10, np.int64)
     start = np.array([0, 5], np.int64)
-    whole = rng.integers(-9, 9, (5, 8)).astype(np.int8)
-    with pytest.raises(ValueError, match="differ in width"):  # the whole codes
-        kernels.tree_groups(narrow[:1], scales[:1], start, np.arange(5), narrow, scales,
-                            np.eye(8, 6, dtype=np.float32), narrow, scales, q, sizes, 1, 10,
-                            4)  # fmt: skip
-    with pytest.raises(ValueError, match="differ in width"):  # the projected ones
-        kernels.tree_groups(narrow[:1], scales[:1], start, np.arange(5), narrow, scales,
-                            np.eye(8, 4, dtype=np.float32), whole, scales, q, sizes, 1, 10,
-                            4)  # fmt: skip
+    with pytest.raises(ValueError, match="differ in width"):
+        kernels.tree_groups(narrow[:1], scales[:1], start, np.arange(5), narrow, scales, q,
+                            sizes, 1, 10, 4)  # fmt: skip
     wide = rng.integers(-9, 9, (5, 8)).astype(np.int8)
     np.testing.assert_allclose(  # the same rows at the query's width are scored
         kernels.code_scores(wide, scales, q), wide.astype(np.float32) @ q, rtol=1e-5
