@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from magnetic_core._search import helper
 from magnetic_core._search.centroid_tree import SPREAD, CentroidTree, kept_tree
 from magnetic_core._search.scorer_state import Coded, ScorerState, restore
 from magnetic_core._search.sublists import (
@@ -415,7 +416,8 @@ class Scorer:
         assert self._basis is not None
         st = self._state
         tree = self._tree()
-        best, scores, probed, done = _kernels().plain_top(
+        best, scores, probed, done = helper.call(
+            _kernels().plain_top, "plain_top_beside",
             st.centroid_code, st.centroid_scale, _NO_TREE if tree is None else tree,
             tree is not None, SPREAD, sizes,
             st.stale, n_probe, min_cells, least_cells, st.probe_args(), q, self._basis,
@@ -473,13 +475,15 @@ class Scorer:
         step = _kernels().RERANK_STEP
         if table is not None:
             # (29 arrays handed over as one table: the call 12.9 -> 5.7 us, caches cold)
-            found = _TEXT_TOP_AT(
+            found = helper.call(
+                _TEXT_TOP_AT, "text_top_at_beside",
                 table, use_tree, SPREAD, n_probe, min_cells, least_cells, routes, q, budget,
                 keep, join_boosted, boosted, boost32, args, n_top, lexical_weight, k, step,
                 RERANK_SDS,
             )  # fmt: skip
         else:
-            found = _TEXT_TOP(
+            found = helper.call(
+                _TEXT_TOP, "text_top_beside",
                 st.centroid_code, st.centroid_scale, tree, use_tree, SPREAD, sizes, n_probe,
                 min_cells, least_cells, routes, probe, q, self._basis, budget, keep,
                 join_boosted, boosted, boost32, args, n_top, rows_of, addresses, row_in_block,

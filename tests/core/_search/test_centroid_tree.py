@@ -205,7 +205,7 @@ def test_a_persisted_store_searches_through_its_tree_before_and_after_reopening(
 
 
 def test_a_text_query_through_the_tree_in_one_call_ranks_as_the_staged_search(
-    data, monkeypatch
+    data, monkeypatch, helper_mode: str
 ) -> None:
     """A text query of a store with a centroid tree takes its one compiled call through
     the tree's clusters and ranks as the staged search, words and a routing entity

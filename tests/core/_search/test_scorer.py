@@ -340,11 +340,14 @@ def test_a_search_without_routes_finds_the_same_cells_and_scores(data) -> None:
         assert all(c.stages == ("centroid",) and c.centroid_similarity > 0 for c in routed)
 
 
-def test_a_plain_vector_query_in_one_call_finds_what_the_stages_find(data, monkeypatch) -> None:
+def test_a_plain_vector_query_in_one_call_finds_what_the_stages_find(
+    data, monkeypatch, helper_mode: str
+) -> None:
     """The centroid stage and the probe in one compiled call (``Scorer.plain``) give the
     cells, scores, groups and probe counts of the stages run one by one: on a store just
     coded, after writes (the changed groups' queries go the stages' way, which scores them
-    exactly), and through a centroid tree."""
+    exactly), and through a centroid tree, whether the call runs on the calling thread or
+    on the helper's second core."""
     from dataclasses import replace
 
     from magnetic_core._search import centroid_tree, search

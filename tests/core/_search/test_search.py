@@ -337,15 +337,18 @@ def test_a_text_query_whose_best_words_lie_in_changed_groups_ranks_as_the_steps_
 
 
 @pytest.mark.parametrize("via", ["table", "arrays"])
-def test_a_text_query_in_one_call_ranks_as_the_staged_search(monkeypatch, via: str) -> None:
+def test_a_text_query_in_one_call_ranks_as_the_staged_search(
+    monkeypatch, via: str, helper_mode: str
+) -> None:
     """``text_search`` (the entity stage, then the centroid stage to the ranking in one
     compiled call) gives the ids, groups, cosines and ranking scores of ``run_search``:
     with and without an entity that routes and boosts (by a positive, a negative or no
     boost), whatever the query's words. It leaves to the staged search what it cannot
     answer: a filter, a route asked for, words no cell holds, and probed groups changed
     since they were coded. The same whether the scorer's arrays reach the call as one
-    table of addresses or as arrays (when one is not of the type the table holds)."""
-    from magnetic_core._search import fusion_kernel
+    table of addresses or as arrays (when one is not of the type the table holds), and
+    whether the call runs on the calling thread or the helper's second core."""
+    from magnetic_core._search import fusion_kernel, helper_kernels
     from magnetic_core._search import scorer as scorer_module
     from magnetic_core._search.scorer import Scorer
     from magnetic_core._search.search import text_search
@@ -363,6 +366,13 @@ def test_a_text_query_in_one_call_ranks_as_the_staged_search(monkeypatch, via: s
             return _kernel(*args)
 
         monkeypatch.setattr(scorer_module, held, counted)
+    for name, beside in (("table", "text_top_at_beside"), ("arrays", "text_top_beside")):
+
+        def counted_beside(*args, _kernel=getattr(helper_kernels, beside), _name=name):  # type: ignore[no-untyped-def]
+            calls[_name] += 1
+            return _kernel(*args)
+
+        monkeypatch.setattr(helper_kernels, beside, counted_beside)
     if via == "arrays":
         monkeypatch.setattr(StaticArgs, "table", lambda self, arrays: None)
 
