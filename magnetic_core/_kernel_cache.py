@@ -34,6 +34,7 @@ KERNEL_MODULES = (
     "_index/kernels.py",
     "_search/fit_kernels.py",
     "_search/fusion_kernel.py",
+    "_search/helper_kernels.py",
     "_search/join_kernel.py",
     "_search/kernels.py",
     "_search/pointers.py",
