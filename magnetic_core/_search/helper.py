@@ -13,13 +13,18 @@ The helper is used only when it helps and is safe:
 - Queries in a stream: the previous one ended at most :data:`STREAM_GAP` seconds ago. A
   thread pool that has gone to sleep takes longer to wake than the caches save (with 50 ms
   between queries, 1.37 -> 1.89 ms), so the first query after a pause runs on the calling
-  thread, as every query did before.
+  thread, as every query did before (with 10 and 20 ms between queries, every query sent
+  to the helper took 6.7x and 11x as long).
 - One query at a time: queries from several threads at once run on their own threads.
 - Two cores or more for this process, numba's pool on two threads or more, and a thread
   pool that may be entered from several threads (``omp`` or ``tbb``; numba's own
   ``workqueue`` may not).
 - Not in a process forked from one that used the pool: GNU OpenMP aborts a forked child
   that enters it.
+- Not after stalls: a call on the helper that took far longer than usual waited for a
+  core (another process held the second one, or the scheduler put both threads on one);
+  after two such calls close together the helper is left alone for half a second, then
+  longer each time it happens again.
 - ``MAGNETIC_SEARCH_HELPER=0`` in the environment turns it off.
 
 Results are the same either way (the tests compare them query for query). A kernel that
@@ -38,9 +43,22 @@ from typing import Any
 __all__ = ["STREAM_GAP", "call", "enabled"]
 
 # A query goes to the helper when the one before it ended at most this long ago (seconds).
-# With 1 ms and 5 ms pauses the helper still gained (0.42 -> 0.29, 0.51 -> 0.46 ms at 100K);
-# with 50 ms it lost.
+# Every query sent to it (helper_gap_s45, 100K): 0.72-0.77x with pauses of 0-2 ms, 0.94x
+# with 5 ms, 6.7x with 10 ms, 11x with 20 ms (both threads then shared one core for a time
+# slice), 1.8x with 50 ms.
 STREAM_GAP = 0.005
+# A call on the helper that takes more than STALL_FACTOR times its usual time plus
+# STALL_MARGIN (seconds) stalled: its thread waited for a core (another process held it, or
+# both threads were put on one). A second stall within STALL_WINDOW calls of the first (one
+# alone may be a hiccup of the machine) leaves the helper alone for BACKOFF seconds, twice
+# as long each time it happens again within BACKOFF_RESET, at most BACKOFF_MAX. With a busy
+# loop on the other core, one round of queries 2 ms apart took 12.6 ms each.
+STALL_FACTOR = 4.0
+STALL_MARGIN = 0.001
+STALL_WINDOW = 100
+BACKOFF = 0.5
+BACKOFF_MAX = 30.0
+BACKOFF_RESET = 60.0
 _OFF = {"0", "false", "no", "off"}
 _SAFE_LAYERS = {"omp", "tbb"}
 
@@ -55,6 +73,13 @@ class _Helper:
         self.forked = False
         self.kernels: ModuleType | None = None
         self.beside = 0  # queries the helper answered (for the tests)
+        self.wide = False  # numba's pool has more than two threads: use two of them
+        self.usual: dict[str, float] = {}  # each helper kernel's usual time (s)
+        self.off_until = -float("inf")  # after a stall: no helper before this time
+        self.stalls = 0  # stalls in a row (each within BACKOFF_RESET of the one before)
+        self.stalled_at = -float("inf")
+        self.calls = 0  # calls timed
+        self.last_stall = -STALL_WINDOW - 1  # the call that stalled last, not yet acted on
 
     def decide(self) -> bool:
         """Whether this process may use the helper at all (decided once)."""
@@ -64,10 +89,36 @@ class _Helper:
             return False
         if self.usable is None:
             self.usable = _usable()
+            if self.usable:
+                import numba
+
+                self.wide = numba.get_num_threads() > 2
         return self.usable
 
     def ended(self) -> None:
         self.last = time.perf_counter()
+
+    def timed(self, took: float, kernel: str) -> None:
+        """Take the time of a call on the helper: a stall turns it off for a while."""
+        usual = self.usual.get(kernel)
+        if usual is None:  # (its first call loads or compiles it)
+            self.usual[kernel] = float("inf")
+        elif took < usual:
+            self.usual[kernel] = took  # (down at once, up slowly: a stall is never usual)
+        elif took > STALL_FACTOR * usual + STALL_MARGIN:
+            self.calls += 1
+            if self.calls - self.last_stall > STALL_WINDOW:  # (a hiccup of the machine)
+                self.last_stall = self.calls
+                return
+            now = time.perf_counter()
+            self.stalls = self.stalls + 1 if now - self.stalled_at <= BACKOFF_RESET else 1
+            self.stalled_at = now
+            self.last_stall = -STALL_WINDOW - 1
+            self.off_until = now + min(BACKOFF_MAX, BACKOFF * 2 ** (self.stalls - 1))
+            return
+        else:
+            self.usual[kernel] = usual + 0.05 * (took - usual)
+        self.calls += 1
 
 
 def _usable() -> bool:
@@ -102,6 +153,19 @@ def _after_fork() -> None:
 os.register_at_fork(after_in_child=_after_fork)
 
 
+def _on_two_threads(kernel: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """``kernel(*args)`` with the calling thread's numba thread count at two, then put back
+    (about 2 us; a kernel that sets it itself cannot be cached on disk)."""
+    import numba
+
+    threads = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        return kernel(*args)
+    finally:
+        numba.set_num_threads(threads)
+
+
 def enabled() -> bool:
     """Whether queries in a stream go to the helper in this process."""
     return _HELPER.decide()
@@ -112,7 +176,8 @@ def call(inline: Callable[..., Any], beside: str, *args: Any) -> Any:
     (in :mod:`helper_kernels`, returning ``inline``'s results and whether it returned)
     on a second core."""
     helper = _HELPER
-    if time.perf_counter() - helper.last <= STREAM_GAP and helper.decide():
+    now = time.perf_counter()
+    if now - helper.last <= STREAM_GAP and now >= helper.off_until and helper.decide():
         lock = helper.lock
         if lock.acquire(blocking=False):
             try:
@@ -121,7 +186,12 @@ def call(inline: Callable[..., Any], beside: str, *args: Any) -> Any:
                     from magnetic_core._search import helper_kernels as kernels
 
                     helper.kernels = kernels
-                found = getattr(kernels, beside)(*args)
+                start = time.perf_counter()
+                if helper.wide:  # (wake two of the pool's threads, not all of them)
+                    found = _on_two_threads(getattr(kernels, beside), args)
+                else:
+                    found = getattr(kernels, beside)(*args)
+                helper.timed(time.perf_counter() - start, beside)
             finally:
                 lock.release()
             if found[-1]:

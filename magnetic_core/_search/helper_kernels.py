@@ -9,17 +9,17 @@ twice as fast (at 100K Reuters, queries in a stream: 0.37 -> 0.25 ms a query, th
 hits; the results README, session 45).
 
 A kernel's exception inside a parallel loop does not reach the caller (numba drops it), so
-each wrapper reports whether its kernel returned (its last result), and :mod:`helper` calls the
-kernel again on the calling thread when it did not, where the exception is raised as usual.
-Results longer than the room made for them (``k`` rows) are reported the same way. The
-loop runs on two of the pool's threads, or on the calling thread alone where numba is set
-to one (the calling thread's count is set for the loop and put back).
+each wrapper reports whether its kernel returned (its last result), and :mod:`helper` calls
+the kernel again on the calling thread when it did not, where the exception is raised as
+usual. Results longer than the room made for them (``k`` rows) are reported the same way.
+(numba's thread count is set by :mod:`helper`, not here: a kernel that calls
+``set_num_threads`` reads a ctypes pointer, and numba cannot cache it on disk.)
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange, set_num_threads
+from numba import njit, prange
 
 from magnetic_core._search.fusion_kernel import text_top, text_top_at
 from magnetic_core._search.kernels import plain_top
@@ -53,8 +53,6 @@ def plain_top_beside(
     rows = np.empty(room, np.int64)
     scores = np.empty(room, np.float32)
     meta = np.zeros(4, np.int64)  # rows found, slots probed, its done, returned
-    threads = get_num_threads()
-    set_num_threads(min(threads, 2))  # (of a pool of many threads, wake two, not all)
     for part in prange(2):
         if part == 1:
             r, s, probed, done = plain_top(
@@ -69,7 +67,6 @@ def plain_top_beside(
                 meta[1] = probed
                 meta[2] = 1 if done else 0
                 meta[3] = 1
-    set_num_threads(threads)
     m = meta[0]
     return rows[:m].copy(), scores[:m].copy(), meta[1], meta[2] == 1, meta[3] == 1
 
@@ -127,8 +124,6 @@ def text_top_at_beside(
     boosts = np.empty(room, np.float32)
     ranked = np.empty(room, np.float64)
     meta = np.zeros(4, np.int64)
-    threads = get_num_threads()
-    set_num_threads(min(threads, 2))  # (of a pool of many threads, wake two, not all)
     for part in prange(2):
         if part == 1:
             found = text_top_at(
@@ -137,7 +132,6 @@ def text_top_at_beside(
                 sds,
             )  # fmt: skip
             _held(found, rows, cosines, boosts, ranked, meta)
-    set_num_threads(threads)
     m = meta[0]
     return (
         rows[:m].copy(), cosines[:m].copy(), boosts[:m].copy(), ranked[:m].copy(), meta[1],
@@ -182,8 +176,6 @@ def text_top_beside(
     boosts = np.empty(room, np.float32)
     ranked = np.empty(room, np.float64)
     meta = np.zeros(4, np.int64)
-    threads = get_num_threads()
-    set_num_threads(min(threads, 2))  # (of a pool of many threads, wake two, not all)
     for part in prange(2):
         if part == 1:
             found = text_top(
@@ -193,7 +185,6 @@ def text_top_beside(
                 lexical_weight, k, step, sds,
             )  # fmt: skip
             _held(found, rows, cosines, boosts, ranked, meta)
-    set_num_threads(threads)
     m = meta[0]
     return (
         rows[:m].copy(), cosines[:m].copy(), boosts[:m].copy(), ranked[:m].copy(), meta[1],

@@ -32,6 +32,8 @@ def helper_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     if not helper.enabled():
         pytest.skip("this process has one core or no thread pool safe for the helper")
     monkeypatch.setattr(helper, "STREAM_GAP", float("inf"))
+    monkeypatch.setattr(helper, "STALL_MARGIN", float("inf"))  # (no backing off)
+    monkeypatch.setattr(helper._HELPER, "off_until", -float("inf"))
     before = helper._HELPER.beside
     yield "helper"
     assert helper._HELPER.beside > before, "no query went to the helper"

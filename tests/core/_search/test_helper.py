@@ -29,6 +29,17 @@ if not helper.enabled():  # (decided before any test sets the environment)
     )
 
 
+@pytest.fixture(autouse=True)
+def no_stall_before(monkeypatch) -> None:
+    """Each test starts with the helper not backing off (a test with four threads on two
+    cores may leave it so)."""
+    monkeypatch.setattr(helper._HELPER, "off_until", -float("inf"))
+    monkeypatch.setattr(helper._HELPER, "stalls", 0)
+    # A query sent to the helper after a pause (every one is, here) may really stall (its
+    # pool's threads asleep): no backing off but where a test asks for it.
+    monkeypatch.setattr(helper, "STALL_MARGIN", float("inf"))
+
+
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MagneticMemory, np.ndarray]]:
     vecs, _ = clustered_data(N + 40, 64, 40, spread=0.8, decay=1.5, seed=11)
@@ -147,10 +158,10 @@ def test_a_kernel_error_on_the_helper_is_raised_by_the_caller(memory, monkeypatc
         captured.append(args)
         return plain_top(*args)
 
-    monkeypatch.setenv("MAGNETIC_SEARCH_HELPER", "0")
-    monkeypatch.setattr(kernels, "plain_top", capture)
-    _hits(mem, queries[0])
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.setenv("MAGNETIC_SEARCH_HELPER", "0")
+        m.setattr(kernels, "plain_top", capture)
+        _hits(mem, queries[0])
     monkeypatch.setattr(helper, "STREAM_GAP", float("inf"))
     args = list(captured[0])
     args[11] = np.ones(32, np.float32)  # a query of the wrong width
@@ -164,3 +175,78 @@ def test_a_kernel_error_on_the_helper_is_raised_by_the_caller(memory, monkeypatc
         np.asarray(x).tolist() for x in plain_top(*good)
     ]
     assert helper._HELPER.beside == before + 1
+
+
+WIDE = r"""
+import sys, tempfile
+import numba
+import numpy as np
+from magnetic_core import MagneticMemory, MemoryConfig
+from magnetic_core._search import helper
+from magnetic_core.embeddings import VectorsOnly
+from magnetic_core.eval import clustered_data
+
+vecs, _ = clustered_data(6020, 64, 40, spread=0.8, decay=1.5, seed=5)
+config = MemoryConfig(probe_cells=1200, sketch_rank=16)
+mem = MagneticMemory(path=tempfile.mkdtemp(), embedder=VectorsOnly(64), config=config)
+mem.add([f"n {i}" for i in range(6000)], ids=[f"c{i}" for i in range(6000)], vectors=vecs[20:])
+helper.STREAM_GAP = float("inf")
+helper.STALL_MARGIN = float("inf")  # (no backing off)
+def hits():
+    return [[(h.id, h.score) for h in mem.search(k=10, vector=q)] for q in vecs[:20]]
+runs = [hits(), hits()]
+helper.STREAM_GAP = -1.0  # (never: the same queries on the calling thread)
+inline = hits()
+print(helper._HELPER.wide, helper._HELPER.beside, numba.get_num_threads(), runs == [inline] * 2)
+"""
+
+
+def test_a_pool_of_more_than_two_threads_lends_two_and_keeps_its_count() -> None:
+    # numba's pool of four threads (NUMBA_NUM_THREADS): the helper's loop runs on two, the
+    # calling thread's count is four again after each query, and the hits are the same.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_NUM_THREADS": "4"}
+    env.pop("MAGNETIC_SEARCH_HELPER", None)
+    done = subprocess.run(
+        [sys.executable, "-c", WIDE], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "40", "4", "True"]
+
+
+def test_a_stalled_helper_is_left_alone_for_a_while(memory, inline, monkeypatch) -> None:
+    # Two calls that waited for a core (here: made to sleep 200 ms) turn the helper off for
+    # BACKOFF seconds, twice as long the next time; queries meanwhile run inline.
+    from magnetic_core._search import helper_kernels
+
+    mem, queries = memory
+    monkeypatch.setattr(helper, "STREAM_GAP", float("inf"))
+    monkeypatch.setattr(helper, "BACKOFF", 0.2)
+    # (a margin of 50 ms: the first call after a pause may really wait some ms for its
+    # thread; the stall made here waits 200 ms)
+    monkeypatch.setattr(helper, "STALL_MARGIN", 0.05)
+    for q in queries[:5]:
+        _hits(mem, q)  # (the usual time of a call)
+    assert helper._HELPER.off_until < time.perf_counter()
+    real = helper_kernels.plain_top_beside
+
+    def stalled(*args):  # type: ignore[no-untyped-def]
+        time.sleep(0.2)
+        return real(*args)
+
+    for backoff in (0.2, 0.4):
+        monkeypatch.setattr(helper_kernels, "plain_top_beside", stalled)
+        assert _hits(mem, queries[0]) == inline[0]  # one stall alone: maybe a hiccup
+        before = helper._HELPER.beside
+        assert _hits(mem, queries[0]) == inline[0]  # (answered by the stalled call)
+        monkeypatch.setattr(helper_kernels, "plain_top_beside", real)
+        start = time.perf_counter()
+        assert [_hits(mem, q) for q in queries[1:4]] == inline[1:4]
+        assert helper._HELPER.beside == before + 1  # the three after it ran inline
+        assert helper._HELPER.off_until - start <= backoff + 0.01
+        time.sleep(backoff + 0.05)
+        assert _hits(mem, queries[4]) == inline[4]
+        assert helper._HELPER.beside == before + 2  # and then the helper again
