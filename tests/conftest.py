@@ -19,6 +19,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True, scope="session")
+def helper_compiles_on_the_query_thread() -> Iterator[None]:
+    """The search helper compiles a kernel it lacks on the query's thread in the tests, so
+    that a test knows which queries it answered (users' processes compile it on a thread of
+    its own; tests/core/_search/test_helper.py checks that in a process of its own)."""
+    from magnetic_core._search import helper
+
+    helper.COMPILE_BESIDE = False
+    yield
+    helper.COMPILE_BESIDE = True
+
+
 # The evaluation data sits beside the checkout (CI lays shared/ next to it); elsewhere point
 # MAGNETIC_BENCH_DATA at it, the variable the benchmarks read too.
 SHARED_DATA = Path(os.environ.get("MAGNETIC_BENCH_DATA", str(ROOT.parent / "shared" / "data")))

@@ -72,6 +72,29 @@ def plain_top_beside(
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _text_room(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Room for a text query's ``k`` results: rows, cosines, boost terms, ranking scores,
+    and ``meta`` (rows found, slots probed, its done, returned)."""
+    room = max(k, 0)
+    return (
+        np.empty(room, np.int64), np.empty(room, np.float32), np.empty(room, np.float32),
+        np.empty(room, np.float64), np.zeros(4, np.int64),
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _text_out(
+    rows: np.ndarray, cosines: np.ndarray, boosts: np.ndarray, ranked: np.ndarray, meta: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
+    """The text kernel's six results as held, and whether it returned."""
+    m = meta[0]
+    return (
+        rows[:m].copy(), cosines[:m].copy(), boosts[:m].copy(), ranked[:m].copy(), meta[1],
+        meta[2] == 1, meta[3] == 1,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _held(
     found: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool],
     rows: np.ndarray,
@@ -118,12 +141,7 @@ def text_top_at_beside(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
     """``fusion_kernel.text_top_at`` on a second thread: its six results and whether it
     returned within the room made (False: call it again inline)."""
-    room = max(k, 0)
-    rows = np.empty(room, np.int64)
-    cosines = np.empty(room, np.float32)
-    boosts = np.empty(room, np.float32)
-    ranked = np.empty(room, np.float64)
-    meta = np.zeros(4, np.int64)
+    rows, cosines, boosts, ranked, meta = _text_room(k)
     for part in prange(2):
         if part == 1:
             found = text_top_at(
@@ -132,11 +150,7 @@ def text_top_at_beside(
                 sds,
             )  # fmt: skip
             _held(found, rows, cosines, boosts, ranked, meta)
-    m = meta[0]
-    return (
-        rows[:m].copy(), cosines[:m].copy(), boosts[:m].copy(), ranked[:m].copy(), meta[1],
-        meta[2] == 1, meta[3] == 1,
-    )  # fmt: skip
+    return _text_out(rows, cosines, boosts, ranked, meta)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -170,12 +184,7 @@ def text_top_beside(
     sds: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool, bool]:
     """``fusion_kernel.text_top`` on a second thread, as :func:`text_top_at_beside`."""
-    room = max(k, 0)
-    rows = np.empty(room, np.int64)
-    cosines = np.empty(room, np.float32)
-    boosts = np.empty(room, np.float32)
-    ranked = np.empty(room, np.float64)
-    meta = np.zeros(4, np.int64)
+    rows, cosines, boosts, ranked, meta = _text_room(k)
     for part in prange(2):
         if part == 1:
             found = text_top(
@@ -185,8 +194,4 @@ def text_top_beside(
                 lexical_weight, k, step, sds,
             )  # fmt: skip
             _held(found, rows, cosines, boosts, ranked, meta)
-    m = meta[0]
-    return (
-        rows[:m].copy(), cosines[:m].copy(), boosts[:m].copy(), ranked[:m].copy(), meta[1],
-        meta[2] == 1, meta[3] == 1,
-    )  # fmt: skip
+    return _text_out(rows, cosines, boosts, ranked, meta)

@@ -192,6 +192,7 @@ mem = MagneticMemory(path=tempfile.mkdtemp(), embedder=VectorsOnly(64), config=c
 mem.add([f"n {i}" for i in range(6000)], ids=[f"c{i}" for i in range(6000)], vectors=vecs[20:])
 helper.STREAM_GAP = float("inf")
 helper.STALL_MARGIN = float("inf")  # (no backing off)
+helper.COMPILE_BESIDE = False  # (every query on the helper, the first one too)
 def hits():
     return [[(h.id, h.score) for h in mem.search(k=10, vector=q)] for q in vecs[:20]]
 runs = [hits(), hits()]
@@ -250,3 +251,50 @@ def test_a_stalled_helper_is_left_alone_for_a_while(memory, inline, monkeypatch)
         time.sleep(backoff + 0.05)
         assert _hits(mem, queries[4]) == inline[4]
         assert helper._HELPER.beside == before + 2  # and then the helper again
+
+
+BACKGROUND = r"""
+import tempfile, time
+import numba
+from magnetic_core import MagneticMemory, MemoryConfig
+from magnetic_core._search import helper, helper_kernels
+from magnetic_core.embeddings import VectorsOnly
+from magnetic_core.eval import clustered_data
+
+vecs, _ = clustered_data(6020, 64, 40, spread=0.8, decay=1.5, seed=5)
+config = MemoryConfig(probe_cells=1200, sketch_rank=16)
+mem = MagneticMemory(path=tempfile.mkdtemp(), embedder=VectorsOnly(64), config=config)
+mem.add([f"n {i}" for i in range(6000)], ids=[f"c{i}" for i in range(6000)], vectors=vecs[20:])
+mem.search(k=10, vector=vecs[0])  # (the inline kernels compiled or loaded)
+# A helper kernel no cache holds: a fresh dispatcher of the same function.
+py_func = helper_kernels.plain_top_beside.py_func
+helper_kernels.plain_top_beside = numba.njit(nogil=True, parallel=True)(py_func)
+helper.STREAM_GAP = float("inf")
+helper.STALL_MARGIN = float("inf")
+start, worst, inline = time.perf_counter(), 0.0, 0
+while helper._HELPER.beside == 0 and time.perf_counter() - start < 300:
+    t = time.perf_counter()
+    mem.search(k=10, vector=vecs[inline % 20])
+    worst = max(worst, time.perf_counter() - t)
+    inline += 1
+print(helper._HELPER.beside, inline, round(worst, 3), time.perf_counter() - start)
+"""
+
+
+def test_a_helper_kernel_compiles_on_its_own_thread_while_queries_run_inline() -> None:
+    # A fresh process (the tests' own compile on the query thread is off there): the first
+    # query in a stream starts the kernel's compile (seconds) and no query waits for it.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MAGNETIC_SEARCH_HELPER"}
+    done = subprocess.run(
+        [sys.executable, "-c", BACKGROUND], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    beside, inline, worst, took = done.stdout.split()
+    assert int(beside) >= 1, "the helper was never used"
+    assert float(took) > 1.0  # (a compile, not a load: the test tests something)
+    assert int(inline) > 100  # queries went on meanwhile
+    assert float(worst) < 1.0  # and none of them waited for the compile

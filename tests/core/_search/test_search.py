@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -368,6 +369,7 @@ def test_a_text_query_in_one_call_ranks_as_the_staged_search(
         monkeypatch.setattr(scorer_module, held, counted)
     for name, beside in (("table", "text_top_at_beside"), ("arrays", "text_top_beside")):
 
+        @functools.wraps(getattr(helper_kernels, beside))
         def counted_beside(*args, _kernel=getattr(helper_kernels, beside), _name=name):  # type: ignore[no-untyped-def]
             calls[_name] += 1
             return _kernel(*args)
