@@ -105,11 +105,13 @@ def bench_magnetic(
     def by_text(i: int) -> list[float]:
         return [h.score for h in memory.search(qtexts[i], vector=queries[i], k=K)]
 
+    helped = _helped()
     lat, found = time_queries(by_vector, queries.shape[0])
-    rows = [system_row("magnetic", lat, found, truth, **extra)]
+    rows = [system_row("magnetic", lat, found, truth, **extra, **helped(queries.shape[0]))]
     if "magnetic+text" not in skip:
+        helped = _helped()
         lat, found = time_queries(by_text, queries.shape[0])
-        rows.append(system_row("magnetic+text", lat, found, truth))
+        rows.append(system_row("magnetic+text", lat, found, truth, **helped(queries.shape[0])))
     rows[0]["curve"] = budget_curve(memory, by_vector, queries.shape[0], truth)
     stages = stage_times(memory, queries) if workdir is None else {}
     if stages:  # in-memory (synthetic) sizes: where a query's time goes
@@ -118,6 +120,22 @@ def bench_magnetic(
     if workdir is not None:
         rows[0].update(cold_open("magnetic", workdir, queries[0]))
     return rows
+
+
+def _helped() -> Callable[[int], dict[str, float]]:
+    """From now: the share of ``n`` timed queries (after ``time_queries``' warm-up of up to
+    100) that the search helper answered on its second core (revisions without it: none)."""
+    try:
+        from magnetic_core._search import helper
+    except ImportError:
+        return lambda n: {}
+    before = helper._HELPER.beside
+
+    def share(n: int) -> dict[str, float]:
+        timed = helper._HELPER.beside - before - min(100, n)
+        return {"helper_share": round(max(timed, 0) / n, 3)}
+
+    return share
 
 
 BUDGETS = (1000, 2000, 3000, 4000, 6000, 8000, 12000, 16000, 24000)
