@@ -62,7 +62,7 @@ STALL_FACTOR = 4.0
 STALL_MARGIN = 0.001
 STALL_WINDOW = 100
 BACKOFF = 0.5
-BACKOFF_MAX = 30.0
+BACKOFF_MAX = 5.0
 BACKOFF_RESET = 60.0
 # A helper kernel not yet compiled for a query's argument types is compiled on a thread of
 # its own while the queries run inline (False: on the query's thread, which waits; the tests
