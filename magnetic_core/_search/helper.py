@@ -126,6 +126,10 @@ class _Helper:
             self.stalled_at = now
             self.last_stall = -STALL_WINDOW - 1
             self.off_until = now + min(BACKOFF_MAX, BACKOFF * 2 ** (self.stalls - 1))
+            logger.debug(
+                "search helper: %s took %.2f ms (usually %.3f): off for %.1f s",
+                kernel, took * 1e3, usual * 1e3, self.off_until - now,
+            )  # fmt: skip
             return
         else:
             self.usual[kernel] = usual + 0.05 * (took - usual)
