@@ -23,7 +23,7 @@ The helper is used only when it helps and is safe:
   that enters it.
 - Not after stalls: a call on the helper that took far longer than usual waited for a
   core (another process held the second one, or the scheduler put both threads on one);
-  after two such calls close together the helper is left alone for half a second, then
+  after three such calls close together the helper is left alone for half a second, then
   longer each time it happens again.
 - ``MAGNETIC_SEARCH_HELPER=0`` in the environment turns it off.
 
@@ -54,12 +54,14 @@ logger = logging.getLogger(__name__)
 STREAM_GAP = 0.005
 # A call on the helper that takes more than STALL_FACTOR times its usual time plus
 # STALL_MARGIN (seconds) stalled: its thread waited for a core (another process held it, or
-# both threads were put on one). A second stall within STALL_WINDOW calls of the first (one
-# alone may be a hiccup of the machine) leaves the helper alone for BACKOFF seconds, twice
-# as long each time it happens again within BACKOFF_RESET, at most BACKOFF_MAX. With a busy
-# loop on the other core, one round of queries 2 ms apart took 12.6 ms each.
+# both threads were put on one). STALL_COUNT stalls within STALL_WINDOW calls (fewer may be
+# hiccups of the machine: in a benchmark run two, one of 12.5 ms, turned the helper off for
+# its whole timed phase) leave the helper alone for BACKOFF seconds, twice as long each time
+# it happens again within BACKOFF_RESET, at most BACKOFF_MAX. With a busy loop on the other
+# core, one round of queries 2 ms apart took 12.6 ms each.
 STALL_FACTOR = 4.0
 STALL_MARGIN = 0.001
+STALL_COUNT = 3
 STALL_WINDOW = 100
 BACKOFF = 0.5
 BACKOFF_MAX = 5.0
@@ -90,7 +92,7 @@ class _Helper:
         self.stalls = 0  # stalls in a row (each within BACKOFF_RESET of the one before)
         self.stalled_at = -float("inf")
         self.calls = 0  # calls timed
-        self.last_stall = -STALL_WINDOW - 1  # the call that stalled last, not yet acted on
+        self.recent: list[int] = []  # the calls that stalled, not yet acted on
 
     def decide(self) -> bool:
         """Whether this process may use the helper at all (decided once)."""
@@ -118,13 +120,15 @@ class _Helper:
             self.usual[kernel] = took  # (down at once, up slowly: a stall is never usual)
         elif took > STALL_FACTOR * usual + STALL_MARGIN:
             self.calls += 1
-            if self.calls - self.last_stall > STALL_WINDOW:  # (a hiccup of the machine)
-                self.last_stall = self.calls
+            calls = self.calls
+            recent = [c for c in self.recent if calls - c < STALL_WINDOW] + [calls]
+            if len(recent) < STALL_COUNT:  # (hiccups of the machine, so far)
+                self.recent = recent
                 return
+            self.recent = []
             now = time.perf_counter()
             self.stalls = self.stalls + 1 if now - self.stalled_at <= BACKOFF_RESET else 1
             self.stalled_at = now
-            self.last_stall = -STALL_WINDOW - 1
             self.off_until = now + min(BACKOFF_MAX, BACKOFF * 2 ** (self.stalls - 1))
             logger.debug(
                 "search helper: %s took %.2f ms (usually %.3f): off for %.1f s",
