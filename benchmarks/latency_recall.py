@@ -123,8 +123,9 @@ def bench_magnetic(
 
 
 def _helped() -> Callable[[int], dict[str, float]]:
-    """From now: the share of ``n`` timed queries (after ``time_queries``' warm-up of up to
-    100) that the search helper answered on its second core (revisions without it: none)."""
+    """From now: the share of the queries of a ``time_queries`` run over ``n`` queries (its
+    warm-up of up to 100 included) that the search helper answered on its second core
+    (revisions without it: none)."""
     try:
         from magnetic_core._search import helper
     except ImportError:
@@ -132,8 +133,7 @@ def _helped() -> Callable[[int], dict[str, float]]:
     before = helper._HELPER.beside
 
     def share(n: int) -> dict[str, float]:
-        timed = helper._HELPER.beside - before - min(100, n)
-        return {"helper_share": round(max(timed, 0) / n, 3)}
+        return {"helper_share": round((helper._HELPER.beside - before) / (n + min(100, n)), 3)}
 
     return share
 

@@ -36,7 +36,7 @@ def write(
     for res in results:
         for r in res["systems"]:
             setting = next((f"{k}={r[k]}" for k in ("nprobe", "ef", "groups") if k in r), "")
-            if "helper_share" in r:  # (the share of timed queries the search helper answered)
+            if "helper_share" in r:  # (the share of its queries the search helper answered)
                 setting = f"{setting} helper={r['helper_share']}".strip()
             rows.append(
                 [
