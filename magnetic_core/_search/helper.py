@@ -221,10 +221,12 @@ def _compile_beside(helper: _Helper, kernel: Any, args: tuple[Any, ...]) -> None
     of its own; until it is done no query goes to the helper. A kernel that fails to
     compile leaves the helper off in this process (logged)."""
     helper.compiling = True
+    logger.debug("search helper: compiling or loading %s for new argument types", kernel)
 
     def compile_it() -> None:
         try:
             _compile(kernel, args)
+            logger.debug("search helper: %s ready", kernel)
         except Exception as e:  # noqa: BLE001 - any failure: the inline kernels answer
             logger.warning("search helper: %s did not compile (%s); queries stay inline", kernel, e)
             helper.usable = False
